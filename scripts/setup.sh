@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Sets up whatever is missing, then builds kbv into build/.
+#   - system packages (Debian/Ubuntu, when run as root): compilers, CMake, Ninja, GoogleTest and the
+#     -dev packages kbv links (nlohmann-json, CLI11, fmt, SQLite, OpenSSL)
+#   - a project-local Python environment .venv with torch 2.11 (requirements.txt), unless
+#     KBV_PYTHON names an interpreter that already has torch 2.11 (the GPU machine's)
+#   - cmake + ninja
+# Idempotent: a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+need_pkgs=()
+for pkg in g++ cmake ninja-build libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libssl-dev python3-venv; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
+done
+# python3-venv is only needed when python3 cannot make a venv by itself (pyenv builds can).
+if python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  need_pkgs=("${need_pkgs[@]/python3-venv}")
+fi
+need_pkgs=($(printf '%s\n' "${need_pkgs[@]}" | grep -v '^$' || true))
+if ((${#need_pkgs[@]})); then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "setup: installing ${need_pkgs[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+  else
+    echo "setup: missing system packages: ${need_pkgs[*]} (install them, or run as root)" >&2
+    exit 1
+  fi
+fi
+
+python=${KBV_PYTHON:-}
+if [[ -z "$python" ]]; then
+  python=$root/.venv/bin/python3
+  if ! "$python" -c 'import torch, ninja, numpy, setuptools; assert torch.__version__.startswith("2.11.")' >/dev/null 2>&1; then
+    echo "setup: creating .venv with torch 2.11 (a few minutes the first time)"
+    [[ -x "$python" ]] || python3 -m venv "$root/.venv"
+    "$python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  fi
+fi
+"$python" -c 'import torch; assert torch.__version__.startswith("2.11."), torch.__version__' || {
+  echo "setup: $python must have torch 2.11" >&2; exit 1; }
+
+build=${KBV_BUILD_DIR:-$root/build}
+cmake -S "$root" -B "$build" -G Ninja -DKBV_PYTHON="$python" >/dev/null
+ninja -C "$build" >/dev/null
+echo "setup: kbv built in $build (workers use $python)"

@@ -1,0 +1,595 @@
+#include "supervisor/run.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "build/diagnostics.h"
+#include "report/kernelbench.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/interrupt.h"
+
+namespace kbv {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::map<std::string, std::string> device_env(const EvalOptions& options) {
+  std::map<std::string, std::string> env;
+  if (options.gpu) env["CUDA_VISIBLE_DEVICES"] = std::to_string(*options.gpu);
+  return env;
+}
+
+// A failed Reply as {"kind", "message"}; `fallback_kind` when the worker said nothing itself.
+json reply_failure(const Reply& r, const std::string& fallback_kind) {
+  switch (r.status) {
+    case Reply::Status::ok:
+      return json{{"kind", ""}, {"message", ""}};
+    case Reply::Status::failed: {
+      json f = {{"kind", r.body.value("kind", fallback_kind)}, {"message", r.body.value("message", "")}};
+      if (r.body.contains("traceback")) f["traceback"] = r.body["traceback"];
+      return f;
+    }
+    case Reply::Status::timeout:
+      return json{{"kind", "timeout"}, {"message", r.detail}};
+    case Reply::Status::died:
+      return json{{"kind", "crashed"}, {"message", r.detail}};
+    case Reply::Status::channel_error:
+      return json{{"kind", interrupted() ? "interrupted" : "crashed"}, {"message", r.detail}};
+  }
+  return json{{"kind", fallback_kind}, {"message", r.detail}};
+}
+
+json base_record(const Pair& pair, const EvalOptions& options, const Environment& env) {
+  json protocol = options.protocol.to_json();
+  protocol["torch_version"] = env.torch_version;
+  protocol["python_version"] = env.python_version;
+  protocol["device_name"] = env.device_name;
+  protocol["kbv_version"] = KBV_VERSION;
+  return json{{"level", pair.level},
+              {"problem_id", pair.problem_id},
+              {"sample_id", pair.sample_id},
+              {"problem", pair.problem_path.string()},
+              {"solution", pair.solution_path.string()},
+              {"compiled", false},
+              {"correctness", false},
+              {"verdict", ""},
+              {"message", ""},
+              {"findings", json::array()},
+              {"distributions", json::array()},
+              {"metadata",
+               {{"hardware", env.device_name}, {"device", env.device == "cuda" ? "cuda:0" : "cpu"}}},
+              {"runtime", -1.0},
+              {"runtime_stats", json::object()},
+              {"protocol", protocol}};
+}
+
+void set_verdict(json& record, const std::string& verdict, const std::string& message) {
+  record["verdict"] = verdict;
+  record["message"] = message;
+  record["correctness"] = verdict == "correct";
+}
+
+std::string python_path(const fs::path& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  return ec ? p.string() : a.string();
+}
+
+}  // namespace
+
+json Environment::to_json() const {
+  return json{{"torch_version", torch_version},
+              {"python_version", python_version},
+              {"device", device},
+              {"device_name", device_name}};
+}
+
+std::optional<Environment> probe_environment(const EvalOptions& options, std::string& error) {
+  auto w = WorkerProcess::start("reference", options.worker, device_env(options), error);
+  if (!w) return std::nullopt;
+  Reply r = w->call({{"op", "hello"}}, ms(options.timeouts.load_s));
+  if (r.status != Reply::Status::ok) {
+    error = "cannot start a worker with " + options.worker.python + ": " +
+            (r.detail.empty() ? r.body.dump() : r.detail);
+    return std::nullopt;
+  }
+  Environment env;
+  env.torch_version = r.body.value("torch_version", "");
+  env.python_version = r.body.value("python_version", "");
+  env.cuda_available = r.body.value("cuda_available", false);
+  env.device_count = r.body.value("device_count", 0);
+  env.device = options.device.empty() ? (env.cuda_available ? "cuda" : "cpu") : options.device;
+  if (env.device == "cuda" && !env.cuda_available) {
+    error = "--device cuda, but torch sees no GPU on this machine (torch " + env.torch_version + ")";
+    return std::nullopt;
+  }
+  if (env.device == "cuda" && !r.body.value("cuda_built", false)) {
+    error = "--device cuda, but this kbv worker was built without CUDA support";
+    return std::nullopt;
+  }
+  env.device_name = env.device == "cuda" ? r.body.value("device_name", "cuda") : "cpu";
+  return env;
+}
+
+// ---------------------------------------------------------------------------------------------
+ReferenceHost::~ReferenceHost() { reset(); }
+
+void ReferenceHost::reset() {
+  worker_.reset();
+  problem_key_.clear();
+}
+
+WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& options, json& load_reply,
+                                  json& failure) {
+  FileText text = read_file(problem);
+  if (!text.ok) {
+    failure = {{"kind", "problem_error"}, {"message", text.error}};
+    return nullptr;
+  }
+  std::string key = sha256_hex_parts({python_path(problem), text.text, options.device});
+  if (worker_ && worker_->alive() && key == problem_key_) {
+    load_reply = load_reply_;
+    return worker_.get();
+  }
+  reset();
+  std::string error;
+  worker_ = WorkerProcess::start("reference", options.worker, device_env(options), error);
+  if (!worker_) {
+    failure = {{"kind", "problem_error"}, {"message", "cannot start the reference worker: " + error}};
+    return nullptr;
+  }
+  Reply r = worker_->call({{"op", "load"},
+                           {"path", python_path(problem)},
+                           {"code", text.text},
+                           {"device", options.device},
+                           {"seed", options.protocol.construction_seed}},
+                          ms(options.timeouts.load_s));
+  if (r.status != Reply::Status::ok) {
+    failure = reply_failure(r, "problem_error");
+    std::string kind = failure["kind"];
+    if (kind != "interrupted") failure["kind"] = "problem_error";
+    if (kind == "timeout" || kind == "crashed")
+      failure["message"] = fmt::format("{}: loading the problem: {}", problem.string(), r.detail);
+    reset();
+    return nullptr;
+  }
+  problem_key_ = key;
+  load_reply_ = r.body;
+  load_reply = r.body;
+  return worker_.get();
+}
+
+// ---------------------------------------------------------------------------------------------
+BuildResult build_candidate(const SolutionSource& solution, const fs::path& solution_path,
+                            const EvalOptions& options, const Environment& env) {
+  BuildResult b;
+  auto t0 = Clock::now();
+  std::string key = sha256_hex_parts({"kbv-build-1", KBV_VERSION, solution.code, env.torch_version,
+                                      env.python_version, options.worker.python, env.device});
+  fs::path dir = options.cache_dir / "build" / key;
+  b.extensions_dir = dir / "ext";
+  fs::path marker = dir / "result.json";
+  if (FileText t = read_file(marker); t.ok) {
+    json j = json::parse(t.text, nullptr, false);
+    if (j.is_object()) {
+      b.ok = j.value("ok", false);
+      b.kind = j.value("kind", "");
+      b.message = j.value("message", "");
+      b.diagnostics = j.value("diagnostics", json::array());
+      b.cached = true;
+      b.seconds = since(t0);
+      return b;
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(b.extensions_dir, ec);
+  std::string error;
+  auto env_vars = device_env(options);
+  env_vars["TORCH_EXTENSIONS_DIR"] = b.extensions_dir.string();
+  auto w = WorkerProcess::start("build", options.worker, env_vars, error);
+  if (!w) {
+    b.kind = "compile_error";
+    b.message = "cannot start the build worker: " + error;
+    return b;
+  }
+  Reply r = w->call({{"op", "build"}, {"path", python_path(solution_path)}, {"code", solution.code},
+                     {"device", env.device}},
+                    ms(options.timeouts.build_s));
+  b.seconds = since(t0);
+  if (r.status == Reply::Status::ok) {
+    b.ok = true;
+  } else {
+    json f = reply_failure(r, "compile_error");
+    b.kind = f["kind"];
+    b.message = f["message"];
+    std::string log = f.value("traceback", "") + "\n" + b.message;
+    auto diags = parse_compiler_errors(log);
+    for (const auto& d : diags)
+      b.diagnostics.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
+                               {"severity", d.severity}, {"message", d.message}});
+    if (!diags.empty() && b.kind == "compile_error")
+      b.message = fmt::format("{}: the extension does not compile:\n{}", solution_path.string(),
+                              format_diagnostics(diags));
+    else if (b.kind == "compile_error" && f.contains("traceback")) {
+      PythonError pe = parse_python_traceback(f["traceback"].get<std::string>(), python_path(solution_path));
+      if (pe.line > 0)
+        b.message = fmt::format("{}:{}: {}", pe.file, pe.line, pe.exception.empty() ? b.message : pe.exception);
+    }
+  }
+  // Deterministic outcomes are cached; a timeout or a crash may be the machine's fault.
+  if (b.kind != "timeout" && b.kind != "crashed" && b.kind != "interrupted") {
+    json j = {{"ok", b.ok}, {"kind", b.kind}, {"message", b.message}, {"diagnostics", b.diagnostics}};
+    write_file_atomic(marker, j.dump(2));
+  }
+  return b;
+}
+
+// ---------------------------------------------------------------------------------------------
+json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
+                   ReferenceHost& reference, const BuildResult* prebuilt) {
+  auto t0 = Clock::now();
+  json record = base_record(pair, options, env);
+  SolutionSource solution = load_solution(pair.solution_path);
+  if (!solution.ok) {
+    set_verdict(record, "compile_error", solution.error);
+    record["metadata"]["compilation_error"] = solution.error;
+    return record;
+  }
+  record["solution_hash"] = sha256_hex(solution.code);
+  record["source_origin"] = solution.origin;
+
+  // 1. Build, in its own process, into the content-addressed cache.
+  BuildResult built = prebuilt ? *prebuilt : build_candidate(solution, pair.solution_path, options, env);
+  record["build"] = {{"seconds", built.seconds}, {"cached", built.cached}};
+  if (!built.ok && built.kind != "missing_model_new") {
+    if (built.kind == "interrupted") {
+      set_verdict(record, "interrupted", built.message);
+      return record;
+    }
+    std::string verdict = built.kind == "timeout" ? "timeout" : built.kind == "crashed" ? "crashed" : "compile_error";
+    set_verdict(record, verdict, built.message);
+    record["metadata"]["compilation_error"] = built.message;
+    if (!built.diagnostics.empty()) record["build"]["diagnostics"] = built.diagnostics;
+    if (built.kind == "needs_cuda") record["metadata"]["needs_cuda"] = true;
+    return record;
+  }
+  record["compiled"] = true;
+
+  // 2. The reference worker, loaded with the problem.
+  json load_reply, failure;
+  WorkerProcess* ref = reference.get(pair.problem_path, options, load_reply, failure);
+  if (!ref) {
+    set_verdict(record, failure.value("kind", "") == "interrupted" ? "interrupted" : "problem_error",
+                failure.value("message", ""));
+    record["metadata"]["problem_error"] = failure.value("message", "");
+    return record;
+  }
+  if (!load_reply["overrides"].empty()) record["problem_overrides"] = load_reply["overrides"];
+
+  // 3. The candidate worker, in its own process, with the extension cache of its build.
+  std::string error;
+  auto env_vars = device_env(options);
+  env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
+  auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error);
+  if (!cand) {
+    set_verdict(record, "runtime_error", "cannot start the candidate worker: " + error);
+    return record;
+  }
+  auto fail_from = [&](const Reply& r, const std::string& context) {
+    json f = reply_failure(r, "runtime_error");
+    std::string kind = f["kind"];
+    std::string message = f["message"];
+    std::string verdict = kind;
+    if (kind == "missing_model_new" || kind == "compile_error" || kind == "needs_cuda" || kind == "protocol_error")
+      verdict = "runtime_error";
+    if (kind == "runtime_error" && is_sticky_cuda_error(message)) {
+      verdict = "crashed";
+      message += " (the CUDA context is lost; the worker was replaced)";
+    }
+    if (verdict == "timeout" || verdict == "crashed" || verdict == "interrupted" || verdict == "rejected" ||
+        verdict == "runtime_error") {
+    } else {
+      verdict = "runtime_error";
+    }
+    set_verdict(record, verdict, context.empty() ? message : context + ": " + message);
+    if (verdict == "runtime_error" || verdict == "crashed") record["metadata"]["runtime_error"] = record["message"];
+    if (f.contains("traceback")) record["traceback"] = f["traceback"];
+    if (verdict == "rejected")
+      record["findings"].push_back({{"rule", "plain_output"}, {"severity", "reject"}, {"message", message},
+                                    {"evidence", "output type seen by the candidate worker"}});
+  };
+  Reply r = cand->call({{"op", "load"},
+                        {"path", python_path(pair.solution_path)},
+                        {"code", solution.code},
+                        {"device", env.device},
+                        {"init_inputs", load_reply["init_inputs"]},
+                        {"seed", options.protocol.construction_seed}},
+                       ms(options.timeouts.load_s + options.timeouts.build_s));
+  if (r.status != Reply::Status::ok) {
+    fail_from(r, "");
+    if (record["verdict"] == "timeout") record["message"] = "constructing ModelNew: " + r.detail;
+    record["seconds"] = since(t0);
+    return record;
+  }
+
+  // 4. Trials x distributions, each a fresh draw from its own seed.
+  const Protocol& p = options.protocol;
+  std::vector<uint64_t> trial_seeds;
+  if (p.name == "kernelbench") {
+    Reply s = ref->call({{"op", "kernelbench_seeds"}, {"n", p.trials}}, ms(options.timeouts.reference_s));
+    if (s.status == Reply::Status::ok)
+      for (const auto& v : s.body["seeds"]) trial_seeds.push_back(v.get<uint64_t>());
+  }
+  SeedSource seeds(p.seed);
+  json dists = json::array();
+  int passed = 0, total = 0;
+  std::string first_failure;
+  bool stopped = false;
+  for (int trial = 0; trial < p.trials && !stopped; ++trial) {
+    for (const auto& d : p.distributions) {
+      uint64_t seed = p.name == "kernelbench" && trial < static_cast<int>(trial_seeds.size()) ? trial_seeds[trial]
+                                                                                            : seeds.next();
+      json entry = {{"trial", trial}, {"distribution", d.name}, {"scale", d.scale}};
+      if (p.seed || p.name == "kernelbench") entry["seed"] = seed;
+      Reply in = ref->call({{"op", "inputs"}, {"seed", seed}, {"scale", d.scale}}, ms(options.timeouts.reference_s));
+      if (in.status != Reply::Status::ok) {
+        json f = reply_failure(in, "problem_error");
+        std::string msg = fmt::format("the reference failed on trial {} {} (x{}): {}", trial, d.name, d.scale,
+                                      f.value("message", ""));
+        set_verdict(record, f["kind"] == "interrupted" ? "interrupted" : "problem_error", msg);
+        record["metadata"]["problem_error"] = msg;
+        reference.reset();
+        stopped = true;
+        break;
+      }
+      Reply out = cand->call({{"op", "run"}, {"args", in.body["args"]}}, ms(options.timeouts.call_s));
+      if (out.status != Reply::Status::ok) {
+        fail_from(out, fmt::format("trial {} {} (x{})", trial, d.name, d.scale));
+        ref->call({{"op", "release"}}, ms(options.timeouts.reference_s));
+        stopped = true;
+        break;
+      }
+      Reply chk = ref->call({{"op", "check"},
+                             {"outputs", out.body["outputs"]},
+                             {"atol", p.atol},
+                             {"rtol", p.rtol},
+                             {"rel_l2", p.rel_l2},
+                             {"use_rel_l2", p.use_rel_l2}},
+                            ms(options.timeouts.reference_s));
+      cand->call({{"op", "release"}}, ms(options.timeouts.call_s));
+      ref->call({{"op", "release"}}, ms(options.timeouts.reference_s));
+      if (chk.status != Reply::Status::ok) {
+        json f = reply_failure(chk, "runtime_error");
+        // A malformed output handle is the candidate's doing; a dead reference is not.
+        std::string kind = f["kind"];
+        set_verdict(record, kind == "interrupted" ? "interrupted" : kind == "runtime_error" ? "runtime_error" : "problem_error",
+                    fmt::format("checking trial {} {}: {}", trial, d.name, f.value("message", "")));
+        if (kind != "runtime_error") reference.reset();
+        stopped = true;
+        break;
+      }
+      ++total;
+      bool ok = chk.body.value("passed", false);
+      entry["passed"] = ok;
+      entry["comparisons"] = chk.body["comparisons"];
+      if (!ok) entry["reason"] = chk.body["reason"];
+      if (!chk.body["mutated_inputs"].empty()) {
+        entry["mutated_inputs"] = chk.body["mutated_inputs"];
+        if (record["findings"].empty())
+          record["findings"].push_back(
+              {{"rule", "input_mutation"},
+               {"severity", "reject"},
+               {"message", fmt::format("the candidate changed input(s) {} which the reference leaves unchanged",
+                                       chk.body["mutated_inputs"].dump())},
+               {"evidence", fmt::format("trial {} {}", trial, d.name)}});
+      }
+      if (ok) ++passed;
+      if (!ok && first_failure.empty())
+        first_failure = fmt::format("trial {} {} (x{}): {}", trial, d.name, d.scale, chk.body.value("reason", ""));
+      dists.push_back(entry);
+    }
+  }
+  record["distributions"] = dists;
+  record["metadata"]["correctness_trials"] = fmt::format("({} / {})", passed, total);
+  record["seconds"] = since(t0);
+  if (stopped) return record;
+  if (!record["findings"].empty()) {
+    set_verdict(record, "rejected", record["findings"][0]["message"]);
+    record["metadata"]["correctness_issue"] = record["message"];
+  } else if (passed == total && total > 0) {
+    set_verdict(record, "correct", fmt::format("passed {} of {} checks", passed, total));
+  } else {
+    set_verdict(record, "wrong_output", first_failure);
+    record["metadata"]["correctness_issue"] = first_failure;
+  }
+  return record;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+struct Job {
+  Pair pair;
+  SolutionSource solution;
+  RecordKey key;
+  std::promise<BuildResult> built;
+  std::shared_future<BuildResult> built_future;
+};
+
+std::string level_file_name(int level, bool several_levels) {
+  return several_levels ? fmt::format("eval_results_level{}.json", level) : "eval_results.json";
+}
+
+}  // namespace
+
+int evaluate_run(const RunOptions& opt) {
+  Discovery dataset = discover_dataset(opt.problems_dir, opt.level);
+  if (!dataset.error.empty()) {
+    std::fprintf(stderr, "kbv: %s\n", dataset.error.c_str());
+    return 2;
+  }
+  RunDiscovery run = discover_run(opt.run_dir, opt.level);
+  if (!run.error.empty()) {
+    std::fprintf(stderr, "kbv: %s\n", run.error.c_str());
+    return 2;
+  }
+  for (const auto& w : dataset.warnings) std::fprintf(stderr, "kbv: warning: %s\n", w.c_str());
+  for (const auto& w : run.warnings) std::fprintf(stderr, "kbv: warning: %s\n", w.c_str());
+
+  EvalOptions eval = opt.eval;
+  if (!opt.gpus.empty()) eval.gpu = opt.gpus.front();
+  std::string error;
+  std::optional<Environment> env = probe_environment(eval, error);
+  if (!env) {
+    std::fprintf(stderr, "kbv: %s\n", error.c_str());
+    return 2;
+  }
+  eval.device = env->device;
+  std::string phash = protocol_hash(eval.protocol, env->to_json());
+
+  std::string store_error;
+  std::unique_ptr<Store> store = Store::open(opt.run_dir / "kbv.sqlite", store_error);
+  if (!store) {
+    std::fprintf(stderr, "kbv: %s\n", store_error.c_str());
+    return 2;
+  }
+
+  std::map<std::pair<int, int>, const ProblemRef*> problems;
+  for (const auto& p : dataset.problems) problems[{p.level, p.id}] = &p;
+
+  std::vector<std::unique_ptr<Job>> jobs;
+  std::vector<json> immediate;  // records decided without any worker (missing problem, unreadable file)
+  int skipped = 0;
+  std::set<int> levels;
+  for (const auto& s : run.samples) {
+    levels.insert(s.level);
+    auto job = std::make_unique<Job>();
+    job->pair.solution_path = s.path;
+    job->pair.level = s.level;
+    job->pair.problem_id = s.problem_id;
+    job->pair.sample_id = s.sample_id;
+    job->solution = load_solution(s.path);
+    job->key = {s.level, s.problem_id, s.sample_id, sha256_hex(job->solution.ok ? job->solution.code : ""), phash};
+    if (store->has(job->key)) {
+      ++skipped;
+      continue;
+    }
+    auto it = problems.find({s.level, s.problem_id});
+    if (it == problems.end()) {
+      json r = base_record(job->pair, eval, *env);
+      set_verdict(r, "problem_error",
+                  fmt::format("{}: no problem with id {} in level {} under {}", s.path.string(), s.problem_id,
+                              s.level, opt.problems_dir.string()));
+      r["metadata"]["problem_error"] = r["message"];
+      store->put(job->key, r);
+      immediate.push_back(r);
+      continue;
+    }
+    job->pair.problem_path = it->second->path;
+    job->built_future = job->built.get_future().share();
+    jobs.push_back(std::move(job));
+  }
+  size_t total = jobs.size();
+  std::fprintf(stderr, "kbv: %zu sample(s) to evaluate on %s%s, %d already stored for this protocol\n", total,
+               env->device_name.c_str(), opt.gpus.size() > 1 ? fmt::format(" x{}", opt.gpus.size()).c_str() : "",
+               skipped);
+
+  std::mutex mu;  // store, output files, counters
+  std::atomic<size_t> next_build{0}, next_eval{0};
+  size_t done = 0, correct = 0;
+  auto write_results = [&]() {
+    std::vector<json> all = store->latest(phash);
+    for (int level : levels) {
+      std::vector<json> mine;
+      for (auto& r : all)
+        if (r.value("level", 0) == level) mine.push_back(r);
+      std::string e = write_file_atomic(opt.run_dir / level_file_name(level, levels.size() > 1),
+                                        kernelbench_eval_results(mine).dump(2));
+      if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
+    }
+  };
+  if (!immediate.empty()) write_results();
+
+  // Builds run on CPU threads ahead of the evaluations.
+  std::vector<std::thread> threads;
+  int build_jobs = std::max(1, opt.build_jobs);
+  for (int b = 0; b < build_jobs; ++b)
+    threads.emplace_back([&]() {
+      for (;;) {
+        size_t i = next_build++;
+        if (i >= jobs.size()) return;
+        Job& job = *jobs[i];
+        BuildResult br;
+        if (interrupted()) {
+          br.kind = "interrupted";
+        } else if (!job.solution.ok) {
+          br.kind = "compile_error";
+          br.message = job.solution.error;
+        } else {
+          br = build_candidate(job.solution, job.pair.solution_path, eval, *env);
+        }
+        job.built.set_value(br);
+      }
+    });
+  std::vector<int> devices = opt.gpus.empty() ? std::vector<int>{-1} : opt.gpus;
+  for (int gpu : devices)
+    threads.emplace_back([&, gpu]() {
+      EvalOptions mine = eval;
+      if (gpu >= 0) mine.gpu = gpu;
+      ReferenceHost reference;
+      for (;;) {
+        size_t i = next_eval++;
+        if (i >= jobs.size() || interrupted()) return;
+        Job& job = *jobs[i];
+        BuildResult br = job.built_future.get();
+        json record = evaluate_pair(job.pair, mine, *env, reference, &br);
+        if (record["verdict"] == "interrupted" || interrupted()) return;
+        std::lock_guard<std::mutex> lock(mu);
+        std::string e = store->put(job.key, record);
+        if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
+        write_results();
+        ++done;
+        if (record["verdict"] == "correct") ++correct;
+        std::fprintf(stderr, "[%zu/%zu] level %d problem %d sample %d: %s (%.1f s)%s%s\n", done, total,
+                     job.pair.level, job.pair.problem_id, job.pair.sample_id,
+                     record["verdict"].get<std::string>().c_str(), record.value("seconds", 0.0),
+                     record["verdict"] == "correct" ? "" : " - ",
+                     record["verdict"] == "correct" ? ""
+                                                    : record["message"].get<std::string>().substr(0, 160).c_str());
+      }
+    });
+  for (auto& t : threads) t.join();
+  write_results();
+  if (interrupted()) {
+    std::fprintf(stderr, "kbv: interrupted: %zu of %zu evaluated and stored (%zu correct); run again to resume\n",
+                 done, total, correct);
+    return 130;
+  }
+  std::fprintf(stderr, "kbv: %zu evaluated, %zu correct; results in %s\n", done, correct,
+               (opt.run_dir / "eval_results.json").string().c_str());
+  return 0;
+}
+
+}  // namespace kbv

@@ -1,0 +1,102 @@
+// Evaluating one (problem, solution) pair, and a whole KernelBench run folder.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "problem/problem.h"
+#include "supervisor/session.h"
+#include "supervisor/verdict.h"
+
+namespace kbv {
+
+struct Timeouts {
+  double build_s = 900;      // compiling the candidate (load_inline)
+  double load_s = 300;       // loading a problem or constructing ModelNew
+  double call_s = 120;       // one forward call of the candidate
+  double reference_s = 300;  // one reference draw (inputs + expected outputs) or check
+};
+
+// What a result depends on besides the code; read from a reference worker's "hello".
+struct Environment {
+  std::string torch_version;
+  std::string python_version;
+  std::string device;        // "cpu" | "cuda"
+  std::string device_name;   // "NVIDIA H200" or "cpu"
+  bool cuda_available = false;
+  int device_count = 0;
+  nlohmann::json to_json() const;  // the parts that enter the protocol hash
+};
+
+struct EvalOptions {
+  Protocol protocol;
+  std::string device;                 // "cpu" | "cuda"; empty: cuda when a GPU is visible
+  Timeouts timeouts;
+  std::filesystem::path cache_dir;    // build cache and logs
+  WorkerConfig worker;
+  std::optional<int> gpu;             // CUDA_VISIBLE_DEVICES for the workers of this evaluation
+};
+
+// Starts a reference worker once to learn the torch version and whether a GPU is visible.
+std::optional<Environment> probe_environment(const EvalOptions& options, std::string& error);
+
+struct Pair {
+  std::filesystem::path problem_path;
+  std::filesystem::path solution_path;
+  int level = 0;
+  int problem_id = 0;
+  int sample_id = 0;
+};
+
+// Keeps one reference worker loaded with one problem, so consecutive samples of the same
+// problem reuse it. Not shared between threads.
+class ReferenceHost {
+ public:
+  ~ReferenceHost();
+  // The loaded worker for this problem (started and loaded if needed), or nullptr with the
+  // failure in `failure` (a record-ready {"kind", "message"}).
+  WorkerProcess* get(const std::filesystem::path& problem, const EvalOptions& options,
+                     nlohmann::json& load_reply, nlohmann::json& failure);
+  void reset();
+
+ private:
+  std::unique_ptr<WorkerProcess> worker_;
+  std::string problem_key_;
+  nlohmann::json load_reply_;
+};
+
+struct BuildResult {
+  bool ok = false;
+  std::string kind;          // compile_error | needs_cuda | missing_model_new | timeout | crashed
+  std::string message;
+  nlohmann::json diagnostics = nlohmann::json::array();
+  std::filesystem::path extensions_dir;  // TORCH_EXTENSIONS_DIR of this candidate
+  double seconds = 0;
+  bool cached = false;
+};
+
+// Compiles the candidate in its own process into the content-addressed cache
+// (cache_dir/build/<sha256 of code, toolchain, device>), or reuses an earlier build.
+BuildResult build_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path,
+                            const EvalOptions& options, const Environment& env);
+
+// One pair: build, load, trials x distributions, verdict. Never throws; every failure is a record.
+nlohmann::json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
+                             ReferenceHost& reference, const BuildResult* prebuilt = nullptr);
+
+// `kbv eval --problems DIR --run DIR`: every sample of the run, stored and resumable.
+struct RunOptions {
+  std::filesystem::path problems_dir;
+  std::filesystem::path run_dir;
+  std::optional<int> level;
+  std::vector<int> gpus;   // empty: one device (cuda:0 or the CPU)
+  int build_jobs = 1;
+  EvalOptions eval;
+};
+// Returns the process exit code (0: every pair evaluated, whatever the verdicts).
+int evaluate_run(const RunOptions& options);
+
+}  // namespace kbv

@@ -1,0 +1,161 @@
+#include "supervisor/session.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "proto/channel.h"
+#include "util/subprocess.h"
+
+namespace kbv {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool has_worker_module(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().filename().string().rfind("kbv_worker", 0) == 0 && entry.path().extension() == ".so")
+      return true;
+  return false;
+}
+
+// Removes shared-memory buffers a dead worker left behind (/dev/shm/kbv-<pid>-*).
+void remove_stale_shm(int pid) {
+  std::error_code ec;
+  std::string prefix = fmt::format("kbv-{}-", pid);
+  for (const auto& entry : fs::directory_iterator("/dev/shm", ec))
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
+}
+
+}  // namespace
+
+WorkerConfig default_worker_config(const std::string& python_flag) {
+  WorkerConfig c;
+  if (!python_flag.empty())
+    c.python = python_flag;
+  else if (const char* p = std::getenv("KBV_PYTHON"); p && *p)
+    c.python = p;
+  else
+    c.python = KBV_DEFAULT_PYTHON;
+  std::error_code ec;
+  fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  if (const char* d = std::getenv("KBV_WORKER_DIR"); d && *d)
+    c.worker_dir = d;
+  else if (!ec && has_worker_module(exe_dir))
+    c.worker_dir = exe_dir;
+  else
+    c.worker_dir = KBV_WORKER_DIR;
+  return c;
+}
+
+std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, const WorkerConfig& config,
+                                                    const std::map<std::string, std::string>& env,
+                                                    std::string& error) {
+  static std::atomic<unsigned> serial{0};
+  std::error_code ec;
+  fs::create_directories(config.log_dir, ec);
+  SpawnOptions o;
+  // The folder goes into a Python string literal: refuse paths that would break it.
+  if (config.worker_dir.string().find('\'') != std::string::npos) {
+    error = "the worker folder path contains a quote: " + config.worker_dir.string();
+    return nullptr;
+  }
+  std::string script = "import sys; sys.path.insert(0, '" + config.worker_dir.string() +
+           "'); import torch, kbv_worker; sys.exit(kbv_worker.serve(sys.argv[1]))";
+  o.argv = {config.python, "-I", "-c", script, role};
+  o.env_set = config.env;
+  for (const auto& [k, v] : env) o.env_set[k] = v;
+  o.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
+  o.env_set["PYTHONUNBUFFERED"] = "1";
+  o.log_path = config.log_dir / fmt::format("{}-{}-{}.log", role, getpid(), serial++);
+  std::optional<Child> child = spawn(o, error);
+  if (!child) return nullptr;
+  auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
+  w->pid_ = child->pid;
+  w->to_ = child->to_child;
+  w->from_ = child->from_child;
+  w->role_ = role;
+  w->log_path_ = o.log_path;
+  return w;
+}
+
+WorkerProcess::~WorkerProcess() { stop(); }
+
+std::string WorkerProcess::died_detail() {
+  std::string how = "ended";
+  if (auto st = wait_for(pid_, std::chrono::milliseconds(2000)))
+    how = st->describe();
+  else
+    how = kill_group(pid_).describe();
+  remove_stale_shm(pid_);
+  pid_ = -1;
+  std::string tail = tail_file(log_path_, 2000);
+  std::string d = fmt::format("the {} worker {}", role_, how);
+  if (!tail.empty()) d += fmt::format("; last output ({}):\n{}", log_path_.string(), tail);
+  return d;
+}
+
+Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::milliseconds timeout) {
+  Reply r;
+  if (pid_ <= 0) {
+    r.status = Reply::Status::died;
+    r.detail = "the " + role_ + " worker is not running";
+    return r;
+  }
+  std::string werr = write_message(to_, request);
+  if (!werr.empty()) {
+    r.status = Reply::Status::died;
+    r.detail = died_detail();
+    return r;
+  }
+  ReadResult rr = read_message(from_, timeout);
+  switch (rr.status) {
+    case ReadResult::Status::ok:
+      r.body = std::move(rr.message);
+      r.status = r.body.value("ok", false) ? Reply::Status::ok : Reply::Status::failed;
+      return r;
+    case ReadResult::Status::timeout: {
+      kill_group(pid_);
+      remove_stale_shm(pid_);
+      pid_ = -1;
+      r.status = Reply::Status::timeout;
+      r.detail = fmt::format("no answer from the {} worker within {:.1f} s (op '{}'); its process group was killed",
+                             role_, timeout.count() / 1000.0, request.value("op", ""));
+      return r;
+    }
+    case ReadResult::Status::eof:
+      r.status = Reply::Status::died;
+      r.detail = died_detail();
+      return r;
+    case ReadResult::Status::error:
+      r.status = Reply::Status::channel_error;
+      r.detail = fmt::format("unreadable reply from the {} worker: {}", role_, rr.error);
+      kill_group(pid_);
+      remove_stale_shm(pid_);
+      pid_ = -1;
+      return r;
+  }
+  return r;
+}
+
+void WorkerProcess::stop() {
+  if (pid_ > 0) {
+    write_message(to_, {{"op", "exit"}});
+    if (!wait_for(pid_, std::chrono::milliseconds(3000))) kill_group(pid_);
+    // The worker may have left children (compilers, a candidate's threads or processes).
+    ::kill(-pid_, SIGKILL);
+    remove_stale_shm(pid_);
+    pid_ = -1;
+  }
+  if (to_ >= 0) ::close(to_);
+  if (from_ >= 0) ::close(from_);
+  to_ = from_ = -1;
+}
+
+}  // namespace kbv

@@ -1,0 +1,54 @@
+// The protocol (every knob recorded in each result), verdicts and records.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kbv {
+
+struct Distribution {
+  std::string name;  // "D1"
+  double scale = 1.0;
+};
+
+struct Protocol {
+  std::string name = "kbv";                 // "kbv" (KernelBench-Verified) or "kernelbench" (upstream)
+  int trials = 5;
+  std::vector<Distribution> distributions = {{"D1", 1.0}, {"D2", 3.0}, {"D3", 0.01}, {"D4", -1.0}};
+  double atol = 1e-3;
+  double rtol = 1e-3;
+  double rel_l2 = 1e-3;
+  bool use_rel_l2 = true;
+  std::optional<uint64_t> seed;             // fixed master seed (--seed); none: secret seeds from the OS
+  std::string reference_precision = "fp32-strict";  // TF32 off for the correctness reference
+  int construction_seed = 42;               // KernelBench: before get_init_inputs, Model, ModelNew
+
+  nlohmann::json to_json() const;
+};
+
+// Upstream KernelBench: trial seeds drawn from seed 42, allclose at 1e-2, no hidden distributions.
+Protocol kernelbench_protocol();
+
+// What a result depends on besides the code: protocol knobs, torch and Python versions, device.
+std::string protocol_hash(const Protocol& protocol, const nlohmann::json& environment);
+
+// Seeds for each input draw: secret (getrandom) or derived from the fixed master seed.
+class SeedSource {
+ public:
+  explicit SeedSource(std::optional<uint64_t> master) : master_(master) {}
+  uint64_t next();
+ private:
+  std::optional<uint64_t> master_;
+  uint64_t counter_ = 0;
+};
+
+// CUDA errors after which the context is unusable: the worker is lost even though it still runs.
+bool is_sticky_cuda_error(const std::string& message);
+
+inline constexpr const char* kVerdicts[] = {"correct",  "wrong_output", "compile_error", "runtime_error",
+                                            "timeout",  "crashed",      "rejected",      "problem_error"};
+
+}  // namespace kbv

@@ -1,0 +1,472 @@
+// Child processes. Notes for callers:
+// - SIGPIPE: writing to a child that has gone away raises SIGPIPE in the writer. The caller (the
+//   supervisor) ignores SIGPIPE process-wide and handles EPIPE; this file changes no signal
+//   disposition of the calling process. In the child, SIGPIPE is reset to its default and the
+//   signal mask is cleared before exec, so children start as if from a shell.
+// - SIGCHLD must not be ignored (SIG_IGN) by the caller, or waitpid cannot report exit statuses.
+// - spawn() is safe to call from several threads: every fd it creates is O_CLOEXEC in the parent,
+//   and the child closes everything except 0-4 before exec.
+#include "util/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace kbv {
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+ExitStatus status_from_wait(int raw) {
+  ExitStatus s;
+  if (WIFEXITED(raw)) {
+    s.exited = true;
+    s.code = WEXITSTATUS(raw);
+  } else if (WIFSIGNALED(raw)) {
+    s.signaled = true;
+    s.signal = WTERMSIG(raw);
+  }
+  return s;
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGTERM: return "SIGTERM";
+    case SIGCHLD: return "SIGCHLD";
+    case SIGCONT: return "SIGCONT";
+    case SIGSTOP: return "SIGSTOP";
+    case SIGTSTP: return "SIGTSTP";
+    case SIGTTIN: return "SIGTTIN";
+    case SIGTTOU: return "SIGTTOU";
+    case SIGURG: return "SIGURG";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGVTALRM: return "SIGVTALRM";
+    case SIGPROF: return "SIGPROF";
+    case SIGWINCH: return "SIGWINCH";
+    case SIGIO: return "SIGIO";
+    case SIGSYS: return "SIGSYS";
+    default: return nullptr;
+  }
+}
+
+// The environment the child gets: inherited, minus env_unset, plus env_set.
+std::vector<std::string> child_environment(const SpawnOptions& options) {
+  std::vector<std::string> env;
+  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry = *e;
+    std::string name = name_of(entry);
+    if (options.env_set.count(name)) continue;
+    if (std::find(options.env_unset.begin(), options.env_unset.end(), name) !=
+        options.env_unset.end())
+      continue;
+    env.push_back(std::move(entry));
+  }
+  for (const auto& [name, value] : options.env_set) env.push_back(name + "=" + value);
+  return env;
+}
+
+// argv[0] resolved the way execvp would, but with the child's PATH and before fork (no
+// allocation in the child). A name with a '/' is made absolute against the parent's folder,
+// so a child `cwd` does not change which program runs. Unresolvable names are returned as
+// they are: exec then fails with ENOENT and the error is reported.
+std::string resolve_program(const std::string& name, const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) {
+    std::error_code ec;
+    auto abs = std::filesystem::absolute(name, ec);
+    return ec ? name : abs.string();
+  }
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& entry : env) {
+    if (entry.rfind("PATH=", 0) == 0) path = entry.substr(5);
+  }
+  size_t start = 0;
+  for (;;) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return name;
+}
+
+// What the child reports through the exec-error pipe when set-up fails.
+enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3 };
+struct ChildReport {
+  int stage;
+  int err;
+};
+
+[[noreturn]] void child_fail(int report_fd, ChildStage stage) {
+  ChildReport report{static_cast<int>(stage), errno};
+  ssize_t ignored = ::write(report_fd, &report, sizeof report);
+  (void)ignored;
+  ::_exit(127);
+}
+
+// Spawn with stdout+stderr going to `out_fd` (not closed here).
+std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
+                                       std::string& error) {
+  error.clear();
+  if (options.argv.empty() || options.argv[0].empty()) {
+    error = "cannot run an empty command";
+    return std::nullopt;
+  }
+  const std::string& argv0 = options.argv[0];
+
+  // Everything the child needs is built here: after fork only async-signal-safe calls.
+  std::vector<std::string> env = child_environment(options);
+  std::string program = resolve_program(argv0, env);
+  std::vector<char*> argv_ptrs;
+  for (const auto& a : options.argv) argv_ptrs.push_back(const_cast<char*>(a.c_str()));
+  argv_ptrs.push_back(nullptr);
+  std::vector<char*> env_ptrs;
+  for (const auto& e : env) env_ptrs.push_back(const_cast<char*>(e.c_str()));
+  env_ptrs.push_back(nullptr);
+  std::string cwd = options.cwd.string();
+  struct rlimit nofile {};
+  int max_fd = 65536;
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+    max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
+
+  int null_fd = -1, log_fd = -1;
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, report_pipe[2] = {-1, -1};
+  auto cleanup = [&] {
+    close_fd(null_fd);
+    close_fd(log_fd);
+    for (int* p : {in_pipe, out_pipe, report_pipe}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+  };
+
+  null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0) {
+    error = "cannot open /dev/null: " + errno_text(errno);
+    cleanup();
+    return std::nullopt;
+  }
+  if (out_fd < 0) {
+    if (options.log_path.empty()) {
+      log_fd = ::fcntl(null_fd, F_DUPFD_CLOEXEC, 0);
+    } else {
+      log_fd = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
+    if (log_fd < 0) {
+      error = "cannot open log " + options.log_path.string() + ": " + errno_text(errno);
+      cleanup();
+      return std::nullopt;
+    }
+    out_fd = log_fd;
+  }
+  if ((options.protocol_pipes &&
+       (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)) ||
+      ::pipe2(report_pipe, O_CLOEXEC) != 0) {
+    error = "cannot create pipes for " + argv0 + ": " + errno_text(errno);
+    cleanup();
+    return std::nullopt;
+  }
+
+  const pid_t parent_pid = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    error = "cannot start " + argv0 + ": fork: " + errno_text(errno);
+    cleanup();
+    return std::nullopt;
+  }
+
+  if (pid == 0) {
+    // Child. Own process group, default SIGPIPE, empty signal mask; killed if the supervisor
+    // dies (SIGKILL included), so no worker outlives it as an orphan. The death signal follows
+    // the forking thread, and kbv forks only from threads that outlive their workers.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent_pid) ::_exit(127);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &dfl, nullptr);
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+    // Lift every source fd above the targets first so that no dup2 clobbers another source.
+    const int kHigh = 10;
+    int report = ::fcntl(report_pipe[1], F_DUPFD_CLOEXEC, kHigh);
+    if (report < 0) child_fail(report_pipe[1], ChildStage::kSetup);
+    int hi_null = ::fcntl(null_fd, F_DUPFD_CLOEXEC, kHigh);
+    int hi_out = ::fcntl(out_fd, F_DUPFD_CLOEXEC, kHigh);
+    if (hi_null < 0 || hi_out < 0) child_fail(report, ChildStage::kSetup);
+    int hi_p_in = -1, hi_p_out = -1;
+    if (options.protocol_pipes) {
+      hi_p_in = ::fcntl(in_pipe[0], F_DUPFD_CLOEXEC, kHigh);
+      hi_p_out = ::fcntl(out_pipe[1], F_DUPFD_CLOEXEC, kHigh);
+      if (hi_p_in < 0 || hi_p_out < 0) child_fail(report, ChildStage::kSetup);
+    }
+    // The report pipe lives at fd 5 (close-on-exec), everything above it is closed.
+    if (::dup3(report, 5, O_CLOEXEC) < 0) child_fail(report, ChildStage::kSetup);
+    report = 5;
+    if (::dup2(hi_null, 0) < 0 || ::dup2(hi_out, 1) < 0 || ::dup2(hi_out, 2) < 0)
+      child_fail(report, ChildStage::kSetup);
+    if (options.protocol_pipes) {
+      if (::dup2(hi_p_in, 3) < 0 || ::dup2(hi_p_out, 4) < 0) child_fail(report, ChildStage::kSetup);
+    } else {
+      ::close(3);
+      ::close(4);
+    }
+    if (::close_range(6, ~0U, 0) != 0) {
+      for (int fd = 6; fd < max_fd; ++fd) ::close(fd);
+    }
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail(report, ChildStage::kChdir);
+    ::execve(program.c_str(), argv_ptrs.data(), env_ptrs.data());
+    child_fail(report, ChildStage::kExec);
+  }
+
+  // Parent. Also set the group here: whichever of parent and child runs first, the group
+  // exists before anyone signals it.
+  ::setpgid(pid, pid);
+  close_fd(report_pipe[1]);
+  close_fd(in_pipe[0]);
+  close_fd(out_pipe[1]);
+  close_fd(null_fd);
+  close_fd(log_fd);
+
+  ChildReport report{};
+  ssize_t got = 0;
+  for (;;) {
+    ssize_t n = ::read(report_pipe[0], reinterpret_cast<char*>(&report) + got,
+                       sizeof report - static_cast<size_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += n;
+    if (got == static_cast<ssize_t>(sizeof report)) break;
+  }
+  close_fd(report_pipe[0]);
+  if (got > 0) {
+    int raw = 0;
+    while (::waitpid(pid, &raw, 0) < 0 && errno == EINTR) {
+    }
+    if (got != static_cast<ssize_t>(sizeof report)) {
+      error = "cannot run " + argv0 + ": child set-up failed";
+    } else if (report.stage == static_cast<int>(ChildStage::kExec)) {
+      error = "cannot run " + argv0 + ": " + errno_text(report.err);
+    } else if (report.stage == static_cast<int>(ChildStage::kChdir)) {
+      error = "cannot run " + argv0 + ": cannot change to folder " + cwd + ": " +
+              errno_text(report.err);
+    } else {
+      error = "cannot run " + argv0 + ": child set-up failed: " + errno_text(report.err);
+    }
+    close_fd(in_pipe[1]);
+    close_fd(out_pipe[0]);
+    return std::nullopt;
+  }
+
+  Child child;
+  child.pid = pid;
+  child.to_child = in_pipe[1];
+  child.from_child = out_pipe[0];
+  return child;
+}
+
+}  // namespace
+
+std::string ExitStatus::describe() const {
+  if (exited) return "exited with code " + std::to_string(code);
+  if (signaled) {
+    std::string text = "killed by signal " + std::to_string(signal);
+    if (const char* name = signal_name(signal)) text += std::string(" (") + name + ")";
+    return text;
+  }
+  return "ended with an unknown status";
+}
+
+std::optional<Child> spawn(const SpawnOptions& options, std::string& error) {
+  return spawn_with_output(options, -1, error);
+}
+
+std::optional<ExitStatus> try_wait(int pid) {
+  int raw = 0;
+  for (;;) {
+    pid_t r = ::waitpid(pid, &raw, WNOHANG);
+    if (r == 0) return std::nullopt;
+    if (r == pid) return status_from_wait(raw);
+    if (r < 0 && errno == EINTR) continue;
+    // ECHILD: not our child or already reaped; there is nothing left to wait for.
+    return ExitStatus{};
+  }
+}
+
+std::optional<ExitStatus> wait_for(int pid, std::chrono::milliseconds timeout) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + timeout;
+  auto step = std::chrono::microseconds(200);
+  for (;;) {
+    if (auto status = try_wait(pid)) return status;
+    auto now = clock::now();
+    if (now >= deadline) return std::nullopt;
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now);
+    std::this_thread::sleep_for(std::min(step, left));
+    step = std::min(step * 2, std::chrono::microseconds(10000));
+  }
+}
+
+ExitStatus kill_group(int pid) {
+  if (pid <= 0) return ExitStatus{};
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);  // in case the child left its group
+  int raw = 0;
+  for (;;) {
+    pid_t r = ::waitpid(pid, &raw, 0);
+    if (r == pid) return status_from_wait(raw);
+    if (r < 0 && errno == EINTR) continue;
+    return ExitStatus{};
+  }
+}
+
+RunResult run_command(const std::vector<std::string>& argv,
+                      const std::map<std::string, std::string>& env_set,
+                      std::chrono::milliseconds timeout, size_t max_output) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + timeout;
+  RunResult result;
+
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    result.error = "cannot create a pipe: " + errno_text(errno);
+    return result;
+  }
+  SpawnOptions options;
+  options.argv = argv;
+  options.env_set = env_set;
+  options.protocol_pipes = false;
+  auto child = spawn_with_output(options, out[1], result.error);
+  ::close(out[1]);
+  if (!child) {
+    ::close(out[0]);
+    return result;
+  }
+  result.started = true;
+  ::fcntl(out[0], F_SETFL, ::fcntl(out[0], F_GETFL) | O_NONBLOCK);
+
+  auto keep_tail = [&](bool final) {
+    if (result.output.size() > (final ? max_output : 2 * max_output + (1 << 16)))
+      result.output.erase(0, result.output.size() - max_output);
+  };
+  // Reads what is available now; false once the pipe reached end of file.
+  bool pipe_open = true;
+  auto drain = [&] {
+    char buffer[1 << 16];
+    while (pipe_open) {
+      ssize_t n = ::read(out[0], buffer, sizeof buffer);
+      if (n > 0) {
+        result.output.append(buffer, static_cast<size_t>(n));
+        keep_tail(false);
+      } else if (n == 0) {
+        pipe_open = false;
+      } else if (errno != EINTR) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK) pipe_open = false;
+        return;
+      }
+    }
+  };
+
+  std::optional<ExitStatus> status;
+  for (;;) {
+    drain();
+    // The child is checked as well as the pipe: a background grandchild may hold the pipe
+    // open long after the command itself has finished. WNOWAIT leaves the child a zombie, so
+    // its pid (and group id) stays reserved until the leftovers of the group are killed.
+    siginfo_t info{};
+    int r = ::waitid(P_PID, static_cast<id_t>(child->pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || info.si_pid == child->pid) {
+      ::kill(-child->pid, SIGKILL);  // background jobs of a finished build go too
+      status = try_wait(child->pid);
+      while (!status) status = wait_for(child->pid, std::chrono::milliseconds(1000));
+      break;
+    }
+    auto now = clock::now();
+    if (now >= deadline) break;
+    int wait_ms = static_cast<int>(std::min<long long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1, 20));
+    if (pipe_open) {
+      struct pollfd pfd {out[0], POLLIN, 0};
+      ::poll(&pfd, 1, wait_ms);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(wait_ms, 5)));
+    }
+  }
+  if (status) {
+    drain();
+    result.status = *status;
+  } else {
+    result.timed_out = true;
+    result.status = kill_group(child->pid);
+    drain();
+  }
+  ::close(out[0]);
+  keep_tail(true);
+  return result;
+}
+
+std::string tail_file(const std::filesystem::path& path, size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  struct stat st {};
+  std::string text;
+  if (::fstat(fd, &st) == 0) {
+    off_t size = st.st_size;
+    off_t start = size > static_cast<off_t>(max_bytes) ? size - static_cast<off_t>(max_bytes) : 0;
+    text.resize(static_cast<size_t>(size - start));
+    size_t got = 0;
+    while (got < text.size()) {
+      ssize_t n = ::pread(fd, text.data() + got, text.size() - got, start + static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace kbv

@@ -1,0 +1,65 @@
+// Child processes for workers and builds: own process group, pipes for the
+// protocol, stdout+stderr to a log file, deadlines, and a kill that takes the
+// whole group (a candidate's own children included).
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kbv {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;                  // argv[0] is looked up in PATH if not absolute
+  std::map<std::string, std::string> env_set;     // added to / overriding the inherited environment
+  std::vector<std::string> env_unset;             // removed from the inherited environment
+  std::filesystem::path log_path;                 // stdout and stderr of the child go here (appended); empty: /dev/null
+  std::filesystem::path cwd;                      // empty: inherit
+  bool protocol_pipes = true;                     // create the two pipes below (child fds 3 = in, 4 = out)
+};
+
+struct Child {
+  int pid = -1;
+  int to_child = -1;    // parent writes here; the child reads fd 3
+  int from_child = -1;  // parent reads here; the child writes fd 4
+};
+
+// Starts a child in a new process group (setpgid(0,0)). Returns std::nullopt and sets
+// `error` when fork/exec set-up fails (exec failure of argv[0] is reported, not a silent exit).
+std::optional<Child> spawn(const SpawnOptions& options, std::string& error);
+
+// How a child ended, in words a user can act on.
+struct ExitStatus {
+  bool exited = false;      // normal exit
+  int code = 0;             // exit code when exited
+  bool signaled = false;
+  int signal = 0;
+  std::string describe() const;  // "exited with code 3", "killed by signal 11 (SIGSEGV)"
+};
+
+// Non-blocking check; std::nullopt while the child runs.
+std::optional<ExitStatus> try_wait(int pid);
+// Waits up to `timeout` for the child to end; std::nullopt if it did not.
+std::optional<ExitStatus> wait_for(int pid, std::chrono::milliseconds timeout);
+// SIGKILL to the whole process group, then reaps the child. Closes nothing.
+ExitStatus kill_group(int pid);
+
+// Runs a command to completion with a deadline; output (stdout+stderr) captured, at most
+// `max_output` bytes kept (the tail). Used for builds and probes.
+struct RunResult {
+  bool started = false;
+  bool timed_out = false;
+  ExitStatus status;
+  std::string output;
+  std::string error;  // set when it could not start
+};
+RunResult run_command(const std::vector<std::string>& argv,
+                      const std::map<std::string, std::string>& env_set,
+                      std::chrono::milliseconds timeout, size_t max_output = 1 << 20);
+
+// Last `max_bytes` bytes of a log file (for error messages); empty if unreadable.
+std::string tail_file(const std::filesystem::path& path, size_t max_bytes);
+
+}  // namespace kbv

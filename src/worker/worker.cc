@@ -1,0 +1,534 @@
+// The kbv worker: a Python extension module whose C++ runs the harness (DESIGN.md, "worker").
+// Python only hosts the problem or the candidate; every decision (inputs, seeds, comparisons,
+// what is sent where) is made here, in C++, from messages on fds 3 (in) and 4 (out).
+//
+// Roles:
+//   reference  loads the problem (trusted); makes inputs and expected outputs; judges outputs.
+//   candidate  loads the candidate; computes on the inputs it is handed; exports its outputs.
+//   build      imports the candidate once so that load_inline compiles it into the cache.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/extension.h>
+#include <torch/utils.h>
+
+#ifdef KBV_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include "check/compare.h"
+#include "proto/channel.h"
+#include "worker/transfer.h"
+
+namespace py = pybind11;
+using nlohmann::json;
+
+namespace kbv {
+namespace {
+
+// An error that becomes a {"ok": false} reply.
+struct WorkerError {
+  std::string kind;  // problem_error, runtime_error, compile_error, protocol_error, rejected
+  std::string message;
+  std::string traceback;
+};
+
+json error_reply(const WorkerError& e) {
+  json j = {{"ok", false}, {"kind", e.kind}, {"message", e.message}};
+  if (!e.traceback.empty()) j["traceback"] = e.traceback;
+  return j;
+}
+
+// The text of the Python exception in flight, with its traceback.
+WorkerError python_error(const std::string& kind, const std::string& context, py::error_already_set& e) {
+  WorkerError w{kind, "", ""};
+  try {
+    py::module_ tb = py::module_::import("traceback");
+    py::list lines = tb.attr("format_exception")(e.type(), e.value(), e.trace());
+    for (auto& l : lines) w.traceback += py::str(l).cast<std::string>();
+    py::list last = tb.attr("format_exception_only")(e.type(), e.value());
+    std::string exc;
+    for (auto& l : last) exc += py::str(l).cast<std::string>();
+    while (!exc.empty() && exc.back() == '\n') exc.pop_back();
+    w.message = context + ": " + exc;
+  } catch (...) {
+    w.message = context + ": " + e.what();
+  }
+  return w;
+}
+
+void sync_device(const std::string& device) {
+#ifdef KBV_WITH_CUDA
+  if (device == "cuda") {
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess)
+      throw WorkerError{"runtime_error", fmt::format("CUDA error after the call: {}", cudaGetErrorString(err)),
+                        ""};
+  }
+#else
+  (void)device;
+#endif
+}
+
+py::object exec_source(const std::string& code, const std::string& filename, const std::string& module_name) {
+  py::module_ types = py::module_::import("types");
+  py::module_ builtins = py::module_::import("builtins");
+  py::object module = types.attr("ModuleType")(module_name);
+  module.attr("__file__") = filename;
+  py::module_::import("sys").attr("modules")[py::str(module_name)] = module;
+  py::object compiled = builtins.attr("compile")(code, filename, "exec");
+  builtins.attr("exec")(compiled, module.attr("__dict__"));
+  return module;
+}
+
+// Plain values (ints, floats, strings, None, lists of them) as JSON; tensors as handles.
+json to_wire(py::handle value, TransferSet& transfers, const std::string& what) {
+  if (THPVariable_Check(value.ptr())) return transfers.export_tensor(THPVariable_Unpack(value.ptr()));
+  if (value.is_none()) return json{{"kind", "value"}, {"value", nullptr}};
+  if (py::isinstance<py::bool_>(value)) return json{{"kind", "value"}, {"value", value.cast<bool>()}};
+  if (py::isinstance<py::int_>(value)) return json{{"kind", "value"}, {"value", value.cast<int64_t>()}};
+  if (py::isinstance<py::float_>(value)) return json{{"kind", "value"}, {"value", value.cast<double>()}};
+  if (py::isinstance<py::str>(value)) return json{{"kind", "value"}, {"value", value.cast<std::string>()}};
+  if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+    json items = json::array();
+    for (auto item : value) items.push_back(to_wire(item, transfers, what));
+    return json{{"kind", py::isinstance<py::tuple>(value) ? "tuple" : "list"}, {"items", items}};
+  }
+  throw WorkerError{"problem_error",
+                    fmt::format("{} contains a value of type {} that kbv cannot pass between workers", what,
+                                py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>()),
+                    ""};
+}
+
+py::object from_wire(const json& j, TransferSet& transfers, const std::string& device) {
+  std::string kind = j.value("kind", "");
+  if (kind == "tensor") {
+    at::Tensor t = transfers.import_tensor(j);
+    return py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+  }
+  if (kind == "list" || kind == "tuple") {
+    py::list items;
+    for (const auto& item : j.at("items")) items.append(from_wire(item, transfers, device));
+    if (kind == "tuple") return py::tuple(items);
+    return items;
+  }
+  if (kind != "value") throw WorkerError{"protocol_error", "unknown argument kind '" + kind + "'", ""};
+  const json& v = j.at("value");
+  if (v.is_null()) return py::none();
+  if (v.is_boolean()) return py::bool_(v.get<bool>());
+  if (v.is_number_integer()) return py::int_(v.get<int64_t>());
+  if (v.is_number()) return py::float_(v.get<double>());
+  if (v.is_string()) return py::str(v.get<std::string>());
+  throw WorkerError{"protocol_error", "unsupported value in an argument", ""};
+}
+
+// The outputs of a forward call as a flat list of tensors; `plain` is false (with a reason)
+// when an output is not a plain dense torch.Tensor (cheat T3: subclasses, lazy outputs).
+struct Outputs {
+  std::vector<at::Tensor> tensors;
+  bool plain = true;
+  std::string reason;
+};
+
+Outputs flatten_outputs(py::handle out, py::handle tensor_type) {
+  Outputs o;
+  auto add = [&](py::handle item, size_t index) {
+    if (!THPVariable_Check(item.ptr())) {
+      o.plain = false;
+      o.reason = fmt::format("output {} is a {}, not a torch.Tensor", index,
+                             py::str(py::type::handle_of(item).attr("__name__")).cast<std::string>());
+      return;
+    }
+    if (!py::type::handle_of(item).is(tensor_type)) {
+      o.plain = false;
+      o.reason = fmt::format("output {} is an instance of {}, a subclass of torch.Tensor; outputs must be plain "
+                             "tensors (a subclass can defer or fake its values)",
+                             index, py::str(py::type::handle_of(item).attr("__name__")).cast<std::string>());
+      return;
+    }
+    at::Tensor t = THPVariable_Unpack(item.ptr());
+    if (t.layout() != at::kStrided) {
+      o.plain = false;
+      o.reason = fmt::format("output {} has a non-dense layout", index);
+      return;
+    }
+    o.tensors.push_back(t);
+  };
+  if (py::isinstance<py::tuple>(out) || py::isinstance<py::list>(out)) {
+    size_t i = 0;
+    for (auto item : out) add(item, i++);
+  } else {
+    add(out, 0);
+  }
+  return o;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+struct Worker {
+  std::string role;
+  std::string device = "cpu";
+  py::object module;
+  py::object model;
+  TransferSet init_transfers;  // init inputs, alive as long as the model
+  TransferSet transfers;       // per trial, cleared by "release"
+  // Reference only:
+  std::vector<at::Tensor> expected;
+  std::vector<at::Tensor> ref_inputs_after;  // the reference's inputs after its own call
+  std::vector<at::Tensor> shared_inputs;     // what the candidate sees (views on shared buffers)
+  std::vector<int> shared_input_positions;   // argument index of each shared input
+
+  json hello() {
+    py::module_ torch = py::module_::import("torch");
+    py::module_ sys = py::module_::import("sys");
+    json j = {{"ok", true},
+              {"pid", getpid()},
+              {"role", role},
+              {"torch_version", py::str(torch.attr("__version__")).cast<std::string>()},
+              {"python_version", py::module_::import("platform").attr("python_version")().cast<std::string>()},
+              {"cuda_available", false},
+              {"device_name", "cpu"}};
+#ifdef KBV_WITH_CUDA
+    j["cuda_built"] = true;
+#else
+    j["cuda_built"] = false;
+#endif
+    if (torch.attr("cuda").attr("is_available")().cast<bool>()) {
+      j["cuda_available"] = true;
+      j["device_count"] = torch.attr("cuda").attr("device_count")().cast<int>();
+      j["device_name"] = torch.attr("cuda").attr("get_device_name")(0).cast<std::string>();
+    }
+    return j;
+  }
+
+  void set_device(const json& request) {
+    device = request.value("device", "cpu");
+    if (device != "cpu" && device != "cuda") throw WorkerError{"protocol_error", "unknown device " + device, ""};
+  }
+
+  py::object move_to_device(py::object value) {
+    if (THPVariable_Check(value.ptr())) return value.attr("to")(device);
+    return value;
+  }
+
+  // On a CPU run, load_inline with CUDA sources cannot work: say so before compiling anything.
+  void guard_cuda_sources() {
+    if (device != "cpu") return;
+    py::dict scope;
+    py::module_::import("builtins").attr("exec")(R"(
+import torch.utils.cpp_extension as _ext
+_orig = _ext.load_inline
+class KbvNeedsCuda(RuntimeError):
+    pass
+def _guarded(*args, **kwargs):
+    cuda = kwargs.get("cuda_sources", args[2] if len(args) > 2 else None)
+    if cuda:
+        raise KbvNeedsCuda("this solution compiles CUDA sources (load_inline cuda_sources) and the run is on "
+                           "the CPU; evaluate it with --device cuda on a machine with a GPU")
+    return _orig(*args, **kwargs)
+_ext.load_inline = _guarded
+)",
+                                              scope);
+  }
+
+  json load_problem(const json& request) {
+    set_device(request);
+    std::string path = request.at("path");
+    py::module_ torch = py::module_::import("torch");
+    // Correctness reference in strict FP32: no TF32 for matmul or cuDNN.
+    torch.attr("backends").attr("cuda").attr("matmul").attr("allow_tf32") = false;
+    torch.attr("backends").attr("cudnn").attr("allow_tf32") = false;
+    try {
+      module = exec_source(request.at("code").get<std::string>(), path, "kbv_problem");
+    } catch (py::error_already_set& e) {
+      throw python_error("problem_error", path + ": the problem file does not import", e);
+    }
+    for (const char* name : {"Model", "get_inputs", "get_init_inputs"})
+      if (!py::hasattr(module, name))
+        throw WorkerError{"problem_error",
+                          fmt::format("{}: no `{}` defined; a KernelBench problem defines class Model, "
+                                      "get_inputs() and get_init_inputs()",
+                                      path, name),
+                          ""};
+    json overrides = json::object();
+    if (device == "cpu" && py::hasattr(module, "KBV_CPU")) {
+      py::object sizes = module.attr("KBV_CPU");
+      if (!py::isinstance<py::dict>(sizes))
+        throw WorkerError{"problem_error", path + ": KBV_CPU must be a dict of module globals to override", ""};
+      for (auto item : py::cast<py::dict>(sizes)) {
+        std::string key = py::str(item.first).cast<std::string>();
+        module.attr(key.c_str()) = item.second;
+        overrides[key] = py::str(py::repr(item.second)).cast<std::string>();
+      }
+    }
+    json init_wire = json::array();
+    try {
+      torch::manual_seed(request.value("seed", 42));
+      py::list init = module.attr("get_init_inputs")();
+      for (auto item : init) init_wire.push_back(to_wire(item, init_transfers, "get_init_inputs()"));
+      std::vector<py::object> args;
+      for (auto item : init) args.push_back(move_to_device(py::reinterpret_borrow<py::object>(item)));
+      torch::manual_seed(request.value("seed", 42));
+      at::NoGradGuard no_grad;
+      model = module.attr("Model")(*py::tuple(py::cast(args)));
+      model = model.attr("to")(device);
+    } catch (py::error_already_set& e) {
+      throw python_error("problem_error", path + ": building the reference Model failed", e);
+    }
+    return json{{"ok", true}, {"init_inputs", init_wire}, {"overrides", overrides}};
+  }
+
+  json describe(const json& request) {
+    // Input shapes and dtypes of one get_inputs() draw (for `kbv problems`).
+    torch::manual_seed(request.value("seed", 42));
+    json shapes = json::array();
+    try {
+      py::list inputs = module.attr("get_inputs")();
+      for (auto item : inputs) {
+        if (THPVariable_Check(item.ptr())) {
+          at::Tensor t = THPVariable_Unpack(item.ptr());
+          shapes.push_back({{"dtype", dtype_name(t.scalar_type())}, {"sizes", t.sizes().vec()}});
+        } else {
+          shapes.push_back({{"value", py::str(py::repr(item)).cast<std::string>()}});
+        }
+      }
+    } catch (py::error_already_set& e) {
+      throw python_error("problem_error", "get_inputs() failed", e);
+    }
+    return json{{"ok", true}, {"inputs", shapes}};
+  }
+
+  json kernelbench_seeds(const json& request) {
+    // Upstream KernelBench: torch.manual_seed(42), then one torch.randint(0, 2**32 - 1) per trial.
+    int n = request.value("n", 5);
+    torch::manual_seed(42);
+    json seeds = json::array();
+    for (int i = 0; i < n; ++i) seeds.push_back(at::randint(0, 4294967295LL, {1}, at::kLong).item<int64_t>());
+    return json{{"ok", true}, {"seeds", seeds}};
+  }
+
+  json make_inputs(const json& request) {
+    release();
+    uint64_t seed = request.at("seed").get<uint64_t>();
+    double scale = request.value("scale", 1.0);
+    py::list raw;
+    try {
+      torch::manual_seed(seed);
+      raw = module.attr("get_inputs")();
+    } catch (py::error_already_set& e) {
+      throw python_error("problem_error", "get_inputs() failed", e);
+    }
+    std::vector<py::object> ref_args;
+    json wire = json::array();
+    for (size_t i = 0; i < raw.size(); ++i) {
+      py::object item = raw[i];
+      if (THPVariable_Check(item.ptr())) {
+        at::Tensor t = THPVariable_Unpack(item.ptr());
+        // Hidden distributions scale floating inputs only; integer and bool inputs are untouched.
+        if (at::isFloatingType(t.scalar_type()) && scale != 1.0) t = t.mul(scale);
+        t = t.to(device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU));
+        at::Tensor view;
+        wire.push_back(transfers.export_tensor(t, &view));
+        shared_inputs.push_back(view);
+        shared_input_positions.push_back(static_cast<int>(i));
+        at::Tensor mine = t.clone();
+        ref_inputs_after.push_back(mine);
+        ref_args.push_back(py::reinterpret_steal<py::object>(THPVariable_Wrap(mine)));
+      } else {
+        wire.push_back(to_wire(item, transfers, "get_inputs()"));
+        ref_args.push_back(item);
+      }
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    py::object out;
+    try {
+      at::NoGradGuard no_grad;
+      out = model(*py::tuple(py::cast(ref_args)));
+      sync_device(device);
+    } catch (py::error_already_set& e) {
+      throw python_error("problem_error", "the reference Model's forward failed", e);
+    }
+    double ref_seconds = seconds_since(t0);
+    Outputs outputs = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
+    if (!outputs.plain) throw WorkerError{"problem_error", "the reference " + outputs.reason, ""};
+    for (auto& t : outputs.tensors) expected.push_back(t.detach().clone());
+    return json{{"ok", true}, {"args", wire}, {"reference_seconds", ref_seconds},
+                {"outputs", expected.size()}};
+  }
+
+  json check(const json& request) {
+    Tolerance tol;
+    tol.atol = request.value("atol", 1e-3);
+    tol.rtol = request.value("rtol", 1e-3);
+    tol.rel_l2 = request.value("rel_l2", 1e-3);
+    tol.use_rel_l2 = request.value("use_rel_l2", true);
+    const json& outs = request.at("outputs");
+    json comparisons = json::array();
+    bool passed = true;
+    std::string reason;
+    if (outs.size() != expected.size()) {
+      passed = false;
+      reason = fmt::format("the candidate returned {} output(s) where the reference returns {}", outs.size(),
+                           expected.size());
+    } else {
+      for (size_t i = 0; i < outs.size(); ++i) {
+        at::Tensor actual = transfers.import_tensor(outs[i]);
+        Comparison c = compare_tensors(expected[i], actual, tol);
+        json cj = c.to_json();
+        cj["output"] = i;
+        comparisons.push_back(cj);
+        if (!c.passed && passed) {
+          passed = false;
+          reason = expected.size() > 1 ? fmt::format("output {}: {}", i, c.reason) : c.reason;
+        }
+      }
+    }
+    // Inputs must be as the reference left its own copy (unchanged unless the reference mutates them).
+    json mutated = json::array();
+    for (size_t k = 0; k < shared_inputs.size(); ++k)
+      if (!same_values(ref_inputs_after[k], shared_inputs[k])) mutated.push_back(shared_input_positions[k]);
+    return json{{"ok", true},
+                {"passed", passed},
+                {"reason", reason},
+                {"comparisons", comparisons},
+                {"mutated_inputs", mutated}};
+  }
+
+  json release() {
+    transfers.clear();
+    expected.clear();
+    ref_inputs_after.clear();
+    shared_inputs.clear();
+    shared_input_positions.clear();
+    return json{{"ok", true}};
+  }
+
+  json build(const json& request) {
+    set_device(request);
+    guard_cuda_sources();
+    std::string path = request.at("path");
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      module = exec_source(request.at("code").get<std::string>(), path, "kbv_candidate");
+    } catch (py::error_already_set& e) {
+      WorkerError w = python_error("compile_error", path + ": loading the solution failed", e);
+      if (e.matches(py::module_::import("builtins").attr("RuntimeError")) &&
+          w.message.find("KbvNeedsCuda") != std::string::npos)
+        w.kind = "needs_cuda";
+      throw w;
+    }
+    if (!py::hasattr(module, "ModelNew"))
+      throw WorkerError{"missing_model_new",
+                        path + ": no `class ModelNew` defined; a KernelBench solution defines ModelNew with the "
+                               "same constructor arguments as Model",
+                        ""};
+    return json{{"ok", true}, {"seconds", seconds_since(t0)}};
+  }
+
+  json load_candidate(const json& request) {
+    json b = build(request);
+    std::string path = request.at("path");
+    try {
+      std::vector<py::object> args;
+      for (const auto& a : request.at("init_inputs"))
+        args.push_back(move_to_device(from_wire(a, init_transfers, device)));
+      torch::manual_seed(request.value("seed", 42));
+      at::NoGradGuard no_grad;
+      model = module.attr("ModelNew")(*py::tuple(py::cast(args)));
+      model = model.attr("to")(device);
+    } catch (py::error_already_set& e) {
+      throw python_error("runtime_error", path + ": constructing ModelNew failed", e);
+    }
+    return json{{"ok", true}, {"load_seconds", b["seconds"]}};
+  }
+
+  json run(const json& request) {
+    release();
+    std::vector<py::object> args;
+    for (const auto& a : request.at("args")) args.push_back(from_wire(a, transfers, device));
+    py::object out;
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      at::NoGradGuard no_grad;
+      out = model(*py::tuple(py::cast(args)));
+      sync_device(device);
+    } catch (py::error_already_set& e) {
+      throw python_error("runtime_error", "ModelNew.forward raised", e);
+    }
+    double seconds = seconds_since(t0);
+    Outputs outputs = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
+    if (!outputs.plain) throw WorkerError{"rejected", outputs.reason, ""};
+    json handles = json::array();
+    for (auto& t : outputs.tensors) handles.push_back(transfers.export_tensor(t));
+    sync_device(device);
+    return json{{"ok", true}, {"outputs", handles}, {"seconds", seconds}};
+  }
+
+  json dispatch(const json& request) {
+    std::string op = request.value("op", "");
+    if (op == "hello") return hello();
+    if (role == "reference") {
+      if (op == "load") return load_problem(request);
+      if (op == "describe") return describe(request);
+      if (op == "kernelbench_seeds") return kernelbench_seeds(request);
+      if (op == "inputs") return make_inputs(request);
+      if (op == "check") return check(request);
+      if (op == "release") return release();
+    } else if (role == "candidate") {
+      if (op == "load") return load_candidate(request);
+      if (op == "run") return run(request);
+      if (op == "release") return release();
+    } else if (role == "build") {
+      if (op == "build") return build(request);
+    }
+    throw WorkerError{"protocol_error", fmt::format("op '{}' is not known to the {} role", op, role), ""};
+  }
+};
+
+int serve(const std::string& role, int in_fd, int out_fd) {
+  // The protocol fds must not leak into compilers or anything the candidate starts.
+  fcntl(in_fd, F_SETFD, FD_CLOEXEC);
+  fcntl(out_fd, F_SETFD, FD_CLOEXEC);
+  Worker worker;
+  worker.role = role;
+  for (;;) {
+    ReadResult r = read_message(in_fd, std::nullopt);
+    if (r.status == ReadResult::Status::eof) return 0;  // supervisor gone: exit quietly
+    if (r.status != ReadResult::Status::ok) {
+      std::fprintf(stderr, "kbv worker: %s\n", r.error.c_str());
+      return 1;
+    }
+    if (r.message.value("op", "") == "exit") return 0;
+    json reply;
+    try {
+      reply = worker.dispatch(r.message);
+    } catch (const WorkerError& e) {
+      reply = error_reply(e);
+    } catch (py::error_already_set& e) {
+      reply = error_reply(python_error("runtime_error", "unexpected Python error", e));
+    } catch (const c10::Error& e) {
+      reply = error_reply(WorkerError{"runtime_error", e.what_without_backtrace(), ""});
+    } catch (const std::exception& e) {
+      reply = error_reply(WorkerError{"runtime_error", e.what(), ""});
+    }
+    if (!write_message(out_fd, reply).empty()) return 1;
+  }
+}
+
+}  // namespace
+}  // namespace kbv
+
+PYBIND11_MODULE(kbv_worker, m) {
+  m.doc() = "kbv worker harness (C++); see DESIGN.md";
+  m.def("serve", &kbv::serve, py::arg("role"), py::arg("in_fd") = 3, py::arg("out_fd") = 4);
+}

@@ -1,0 +1,279 @@
+// End-to-end: the kbv binary on the built-in problems and the example corpus.
+// CPU entries run everywhere; CUDA entries run on a GPU machine and skip visibly elsewhere.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kSource = KBV_SOURCE_DIR;
+
+struct Outcome {
+  int code = -1;
+  std::string output;  // stdout + stderr
+  json record;         // parsed from --json when given
+};
+
+Outcome run_kbv(const std::vector<std::string>& args, const fs::path& json_path = {}, int timeout_s = 1500) {
+  std::vector<std::string> argv = {KBV_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  kbv::RunResult r = kbv::run_command(argv, {{"KBV_CACHE_DIR", KBV_TEST_CACHE}}, std::chrono::seconds(timeout_s));
+  Outcome o;
+  o.code = r.status.exited ? r.status.code : -1;
+  o.output = r.output + r.error;
+  if (!json_path.empty()) {
+    kbv::FileText t = kbv::read_file(json_path);
+    if (t.ok) o.record = json::parse(t.text, nullptr, false);
+  }
+  return o;
+}
+
+bool gpu_visible() {
+  static int cached = -1;
+  if (cached < 0) cached = fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl") ? 1 : 0;
+  return cached == 1;
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kbv-e2e-" + std::to_string(getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+struct Entry {
+  std::string problem, solution, device, expected;
+  std::vector<std::string> fails_only;
+  std::string name;
+};
+
+void PrintTo(const Entry& e, std::ostream* os) { *os << e.solution << " on " << e.device; }
+
+std::vector<Entry> manifest() {
+  std::vector<Entry> entries;
+  kbv::FileText t = kbv::read_file(kSource / "examples" / "manifest.json");
+  if (!t.ok) return entries;
+  json m = json::parse(t.text, nullptr, false);
+  if (!m.is_array()) return entries;
+  for (const auto& e : m) {
+    Entry x{e.value("problem", ""), e.value("solution", ""), e.value("device", "cpu"), e.value("expected", ""),
+            {}, ""};
+    if (e.contains("fails_only") && e["fails_only"].is_array())
+      for (const auto& d : e["fails_only"]) x.fails_only.push_back(d);
+    std::string n = x.device + "_" + fs::path(x.solution).parent_path().filename().string() + "_" +
+                    fs::path(x.solution).stem().string();
+    for (char& c : n)
+      if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+    x.name = n;
+    entries.push_back(x);
+  }
+  return entries;
+}
+
+class Corpus : public ::testing::TestWithParam<Entry> {};
+
+TEST_P(Corpus, VerdictAsExpected) {
+  const Entry& e = GetParam();
+  if (e.device == "cuda" && !gpu_visible()) GTEST_SKIP() << "needs a GPU: " << e.solution;
+  fs::path out = temp_dir(e.name) / "record.json";
+  Outcome o = run_kbv({"eval", "--problem", (kSource / e.problem).string(), "--solution",
+                       (kSource / e.solution).string(), "--device", e.device, "--trials", "2", "--timeout-call", "10",
+                       "--json", out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  ASSERT_TRUE(o.record.is_object()) << o.output;
+  EXPECT_EQ(o.record["verdict"], e.expected) << e.solution << ": " << o.record["message"];
+  EXPECT_EQ(o.record["correctness"], e.expected == "correct");
+  EXPECT_FALSE(o.record["message"].get<std::string>().empty()) << "every verdict carries a message";
+  if (!e.fails_only.empty()) {
+    std::set<std::string> failed, expected(e.fails_only.begin(), e.fails_only.end());
+    for (const auto& d : o.record["distributions"])
+      if (!d["passed"].get<bool>()) failed.insert(d["distribution"]);
+    EXPECT_EQ(failed, expected) << o.record["distributions"].dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, Corpus, ::testing::ValuesIn(manifest()),
+                         [](const ::testing::TestParamInfo<Entry>& i) { return i.param.name; });
+
+TEST(Eval, CompileErrorNamesFileAndLine) {
+  fs::path out = temp_dir("compile_error") / "r.json";
+  Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                       (kSource / "examples/level1/19_ReLU/cpu_compile_error.py").string(), "--device", "cpu",
+                       "--json", out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "compile_error");
+  EXPECT_FALSE(o.record["compiled"].get<bool>());
+  ASSERT_TRUE(o.record["build"].contains("diagnostics")) << o.record.dump(2);
+  const json& d = o.record["build"]["diagnostics"][0];
+  EXPECT_GT(d["line"].get<int>(), 0);
+  EXPECT_NE(d["file"].get<std::string>().find("main.cpp"), std::string::npos) << d.dump();
+}
+
+TEST(Eval, CudaSolutionOnCpuRunSaysSo) {
+  fs::path out = temp_dir("needs_cuda") / "r.json";
+  Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                       (kSource / "examples/level1/19_ReLU/cuda_honest.py").string(), "--device", "cpu", "--json",
+                       out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "compile_error");
+  EXPECT_NE(o.record["message"].get<std::string>().find("--device cuda"), std::string::npos) << o.record["message"];
+}
+
+TEST(Eval, MarkdownAnswerUsesFirstBlock) {
+  fs::path dir = temp_dir("markdown");
+  kbv::FileText py = kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_identity.py");
+  ASSERT_TRUE(py.ok);
+  std::ofstream(dir / "answer.md") << "Here is my kernel.\n\n```python\n" << py.text << "```\n\nand\n```\nnot this\n```\n";
+  Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                       (dir / "answer.md").string(), "--device", "cpu", "--trials", "1", "--json",
+                       (dir / "r.json").string()},
+                      dir / "r.json");
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "wrong_output");
+  EXPECT_NE(o.record["source_origin"].get<std::string>().find("block 1 of 2"), std::string::npos)
+      << o.record["source_origin"];
+}
+
+TEST(Eval, BrokenProblemIsAResultNotACrash) {
+  fs::path dir = temp_dir("broken_problem");
+  std::ofstream(dir / "1_Broken.py") << "import torch\nclass Model(torch.nn.Module):\n    pass\n";
+  Outcome o = run_kbv({"eval", "--problem", (dir / "1_Broken.py").string(), "--solution",
+                       (kSource / "examples/level1/19_ReLU/cpu_identity.py").string(), "--device", "cpu", "--json",
+                       (dir / "r.json").string()},
+                      dir / "r.json");
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "problem_error");
+  EXPECT_NE(o.record["message"].get<std::string>().find("get_inputs"), std::string::npos) << o.record["message"];
+  EXPECT_NE(o.record["message"].get<std::string>().find("1_Broken.py"), std::string::npos);
+}
+
+TEST(Eval, FixedSeedIsReproducibleAndRecorded) {
+  fs::path dir = temp_dir("seed");
+  std::vector<std::string> args = {"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(),
+                                   "--solution", (kSource / "examples/level1/19_ReLU/cpu_abs.py").string(),
+                                   "--device", "cpu", "--trials", "1", "--seed", "7", "--json"};
+  auto a = args, b = args;
+  a.push_back((dir / "a.json").string());
+  b.push_back((dir / "b.json").string());
+  Outcome oa = run_kbv(a, dir / "a.json"), ob = run_kbv(b, dir / "b.json");
+  ASSERT_EQ(oa.code, 0) << oa.output;
+  EXPECT_EQ(oa.record["protocol"]["seed"], 7);
+  EXPECT_EQ(oa.record["protocol"]["seed_policy"], "fixed");
+  EXPECT_EQ(oa.record["distributions"], ob.record["distributions"]);
+}
+
+// A run folder: eval_results.json in KernelBench's shape, resumable after a kill.
+TEST(Run, EvalResultsAndResumeAfterKill) {
+  fs::path run = temp_dir("run");
+  auto copy = [&](const std::string& from, const std::string& to) {
+    fs::copy_file(kSource / from, run / to, fs::copy_options::overwrite_existing);
+  };
+  copy("examples/level1/19_ReLU/cpu_identity.py", "level_1_problem_19_sample_0_kernel.py");
+  copy("examples/level1/19_ReLU/cpu_abs.py", "level_1_problem_19_sample_1_kernel.py");
+  copy("examples/level1/23_Softmax/cpu_zeros.py", "level_1_problem_23_sample_0_kernel.py");
+  copy("examples/level1/19_ReLU/cpu_raises.py", "level_1_problem_2_sample_0_kernel.py");
+  std::vector<std::string> args = {"eval", "--problems", (kSource / "problems").string(), "--run", run.string(),
+                                   "--level", "1", "--device", "cpu", "--trials", "1"};
+
+  // Start, kill it as soon as the first record is stored, then resume.
+  std::vector<std::string> argv = {KBV_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  kbv::SpawnOptions so;
+  so.argv = argv;
+  so.env_set = {{"KBV_CACHE_DIR", KBV_TEST_CACHE}};
+  so.protocol_pipes = false;
+  so.log_path = run / "first.log";
+  std::string err;
+  auto child = kbv::spawn(so, err);
+  ASSERT_TRUE(child) << err;
+  bool killed = false;
+  for (int i = 0; i < 1200; ++i) {
+    if (kbv::try_wait(child->pid)) break;
+    if (fs::exists(run / "eval_results.json")) {
+      kbv::FileText t = kbv::read_file(run / "eval_results.json");
+      json j = json::parse(t.text, nullptr, false);
+      if (j.is_object() && !j.empty()) {
+        kbv::kill_group(child->pid);
+        killed = true;
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(killed) << kbv::tail_file(run / "first.log", 4000);
+  json partial = json::parse(kbv::read_file(run / "eval_results.json").text);
+  size_t first_count = 0;
+  for (auto& [pid, samples] : partial.items()) first_count += samples.size();
+  ASSERT_GE(first_count, 1u);
+
+  Outcome o = run_kbv(args);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find(std::to_string(first_count) + " already stored"), std::string::npos) << o.output;
+  nlohmann::ordered_json results = nlohmann::ordered_json::parse(kbv::read_file(run / "eval_results.json").text);
+  // Keys sorted numerically: 2 before 19 before 23.
+  std::vector<std::string> keys;
+  for (auto& [k, v] : results.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"2", "19", "23"}));
+  ASSERT_EQ(results["19"].size(), 2u);
+  for (const auto& s : results["19"]) {
+    EXPECT_EQ(s["compiled"], true);
+    EXPECT_EQ(s["correctness"], false);
+    for (const char* k : {"sample_id", "compiled", "correctness", "metadata", "runtime", "runtime_stats"})
+      EXPECT_TRUE(s.contains(k)) << k;
+  }
+  EXPECT_EQ(results["19"][0]["sample_id"], 0);
+  EXPECT_EQ(results["19"][1]["sample_id"], 1);
+  // Problem 2 does not exist in problems/level1: a result, and the batch went on.
+  EXPECT_EQ(results["2"][0]["correctness"], false);
+  EXPECT_NE(results["2"][0]["metadata"].dump().find("no problem with id 2"), std::string::npos);
+
+  // A third run does nothing new.
+  Outcome again = run_kbv(args);
+  ASSERT_EQ(again.code, 0);
+  EXPECT_NE(again.output.find("0 sample(s) to evaluate"), std::string::npos) << again.output;
+}
+
+// GPU: a candidate with an illegal memory access poisons its CUDA context; the next candidate,
+// evaluated right after it in the same run, must still pass.
+TEST(Gpu, IllegalMemoryAccessDoesNotAffectTheNextCandidate) {
+  if (!gpu_visible()) GTEST_SKIP() << "needs a GPU";
+  fs::path run = temp_dir("gpu_run");
+  fs::copy_file(kSource / "examples/level1/19_ReLU/cuda_illegal_access.py", run / "level_1_problem_19_sample_0_kernel.py");
+  fs::copy_file(kSource / "examples/level1/19_ReLU/cuda_honest.py", run / "level_1_problem_19_sample_1_kernel.py");
+  Outcome o = run_kbv({"eval", "--problems", (kSource / "problems").string(), "--run", run.string(), "--level", "1",
+                       "--gpus", "0", "--trials", "2"});
+  ASSERT_EQ(o.code, 0) << o.output;
+  json results = json::parse(kbv::read_file(run / "eval_results.json").text);
+  ASSERT_EQ(results["19"].size(), 2u) << results.dump(2);
+  EXPECT_EQ(results["19"][0]["correctness"], false);
+  EXPECT_NE(results["19"][0]["metadata"].dump().find("illegal"), std::string::npos) << results["19"][0].dump(2);
+  EXPECT_EQ(results["19"][1]["correctness"], true) << results["19"][1].dump(2);
+}
+
+TEST(Problems, ListsShapesAtCpuSizes) {
+  Outcome o = run_kbv({"problems", (kSource / "problems").string(), "--level", "1", "--device", "cpu"});
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("26_GELU_.py"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("float32["), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("int64["), std::string::npos) << "CrossEntropy targets stay integers: " << o.output;
+}
+
+}  // namespace

@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "util/fs.h"
+#include "util/hash.h"
+
+namespace kbv {
+namespace {
+
+std::filesystem::path make_temp_dir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kbv_fs_test.XXXXXX").string();
+  char* made = ::mkdtemp(tmpl.data());
+  EXPECT_NE(made, nullptr);
+  return tmpl;
+}
+
+TEST(Hash, Sha256KnownVectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+TEST(Hash, BinaryDataIsHashedWhole) {
+  std::string with_nul("a\0b", 3);
+  EXPECT_NE(sha256_hex(with_nul), sha256_hex("a"));
+  EXPECT_EQ(sha256_hex(with_nul).size(), 64u);
+}
+
+TEST(Hash, PartsAreLengthPrefixed) {
+  EXPECT_NE(sha256_hex_parts({"ab", "c"}), sha256_hex_parts({"a", "bc"}));
+  EXPECT_NE(sha256_hex_parts({"abc"}), sha256_hex_parts({"abc", ""}));
+  EXPECT_NE(sha256_hex_parts({}), sha256_hex_parts({""}));
+  EXPECT_NE(sha256_hex_parts({"abc"}), sha256_hex("abc"));
+  EXPECT_EQ(sha256_hex_parts({"ab", "c"}), sha256_hex_parts({"ab", "c"}));
+}
+
+TEST(Fs, AtomicWriteThenRead) {
+  auto dir = make_temp_dir();
+  auto file = dir / "result.json";
+  EXPECT_EQ(write_file_atomic(file, "{\"a\": 1}\n"), "");
+  FileText got = read_file(file);
+  ASSERT_TRUE(got.ok) << got.error;
+  EXPECT_EQ(got.text, "{\"a\": 1}\n");
+
+  // Overwrite replaces the whole file, and no temporary file is left behind.
+  std::string big(200000, 'x');
+  EXPECT_EQ(write_file_atomic(file, big), "");
+  got = read_file(file);
+  ASSERT_TRUE(got.ok);
+  EXPECT_EQ(got.text, big);
+  EXPECT_EQ(write_file_atomic(file, ""), "");
+  got = read_file(file);
+  ASSERT_TRUE(got.ok);
+  EXPECT_EQ(got.text, "");
+  int entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+
+  // Permissions follow the umask like an ordinary file, not mkstemp's 0600.
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_TRUE(st.st_mode & S_IRUSR);
+  EXPECT_TRUE(st.st_mode & S_IWUSR);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Fs, WriteIntoMissingFolderNamesPathAndReason) {
+  auto dir = make_temp_dir();
+  auto file = dir / "no_such_folder" / "x.json";
+  std::string error = write_file_atomic(file, "data");
+  EXPECT_EQ(error, "cannot write " + file.string() + ": No such file or directory");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Fs, ReadMissingFileNamesPathAndReason) {
+  auto dir = make_temp_dir();
+  FileText got = read_file(dir / "absent.txt");
+  EXPECT_FALSE(got.ok);
+  EXPECT_EQ(got.error, "cannot read " + (dir / "absent.txt").string() + ": No such file or directory");
+  got = read_file(dir);  // a folder
+  EXPECT_FALSE(got.ok);
+  EXPECT_NE(got.error.find("Is a directory"), std::string::npos) << got.error;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Fs, RelativePathInCurrentFolder) {
+  auto dir = make_temp_dir();
+  auto old = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  EXPECT_EQ(write_file_atomic("plain.txt", "hello"), "");
+  FileText got = read_file("plain.txt");
+  std::filesystem::current_path(old);
+  ASSERT_TRUE(got.ok) << got.error;
+  EXPECT_EQ(got.text, "hello");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kbv

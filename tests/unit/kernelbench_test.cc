@@ -1,0 +1,108 @@
+#include "report/kernelbench.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace kbv {
+namespace {
+
+nlohmann::json rec(int problem, int sample, bool correct = true, double runtime = 1.5) {
+  return {{"level", 1},
+          {"problem_id", problem},
+          {"sample_id", sample},
+          {"compiled", true},
+          {"correctness", correct},
+          {"metadata", {{"hardware", "H200"}}},
+          {"runtime", runtime},
+          {"runtime_stats", {{"mean", runtime}, {"std", 0.01}}}};
+}
+
+std::vector<std::string> keys(const nlohmann::ordered_json& object) {
+  std::vector<std::string> out;
+  for (const auto& item : object.items()) out.push_back(item.key());
+  return out;
+}
+
+TEST(KernelBenchEvalResults, ProblemIdsSortNumerically) {
+  const auto out = kernelbench_eval_results({rec(100, 0), rec(10, 0), rec(2, 0), rec(1, 0)});
+  EXPECT_EQ(keys(out), (std::vector<std::string>{"1", "2", "10", "100"}));
+  EXPECT_EQ(out.dump().find("\"1\""), 1u);
+  EXPECT_LT(out.dump().find("\"2\""), out.dump().find("\"10\""));
+  EXPECT_LT(out.dump().find("\"10\""), out.dump().find("\"100\""));
+}
+
+TEST(KernelBenchEvalResults, SamplesSortById) {
+  const auto out = kernelbench_eval_results({rec(5, 11), rec(5, 2), rec(5, 0)});
+  ASSERT_TRUE(out.contains("5"));
+  const auto& list = out["5"];
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0]["sample_id"], 0);
+  EXPECT_EQ(list[1]["sample_id"], 2);
+  EXPECT_EQ(list[2]["sample_id"], 11);
+}
+
+TEST(KernelBenchEvalResults, KeysInUpstreamOrder) {
+  const auto out = kernelbench_eval_results({rec(3, 0, false, 2.25)});
+  const auto& sample = out["3"][0];
+  EXPECT_EQ(keys(sample), (std::vector<std::string>{"sample_id", "compiled", "correctness",
+                                                    "metadata", "runtime", "runtime_stats"}));
+  EXPECT_EQ(sample["sample_id"], 0);
+  EXPECT_EQ(sample["compiled"], true);
+  EXPECT_EQ(sample["correctness"], false);
+  EXPECT_EQ(sample["metadata"]["hardware"], "H200");
+  EXPECT_DOUBLE_EQ(sample["runtime"].get<double>(), 2.25);
+  EXPECT_DOUBLE_EQ(sample["runtime_stats"]["mean"].get<double>(), 2.25);
+  EXPECT_EQ(out.dump(),
+            R"({"3":[{"sample_id":0,"compiled":true,"correctness":false,)"
+            R"("metadata":{"hardware":"H200"},"runtime":2.25,)"
+            R"("runtime_stats":{"mean":2.25,"std":0.01}}]})");
+}
+
+TEST(KernelBenchEvalResults, MissingFieldsGetDefaults) {
+  const nlohmann::json bare = {{"problem_id", 7}, {"sample_id", 1}, {"compiled", false}};
+  nlohmann::json null_runtime = rec(7, 2);
+  null_runtime["runtime"] = nullptr;  // NaN is stored as null
+  const auto out = kernelbench_eval_results({bare, null_runtime});
+  const auto& list = out["7"];
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_TRUE(list[0]["runtime"].is_number_float());
+  EXPECT_DOUBLE_EQ(list[0]["runtime"].get<double>(), -1.0);
+  EXPECT_EQ(list[0]["runtime_stats"], nlohmann::ordered_json::object());
+  EXPECT_EQ(list[0]["metadata"], nlohmann::ordered_json::object());
+  EXPECT_EQ(list[0]["compiled"], false);
+  EXPECT_EQ(list[0]["correctness"], false);
+  EXPECT_DOUBLE_EQ(list[1]["runtime"].get<double>(), -1.0);
+}
+
+TEST(KernelBenchEvalResults, ExtraKeysDropped) {
+  nlohmann::json r = rec(4, 0);
+  r["solution_hash"] = "abc";
+  r["protocol"] = {{"trials", 5}};
+  r["speedup"] = 3.0;
+  const auto out = kernelbench_eval_results({r});
+  const auto& sample = out["4"][0];
+  EXPECT_EQ(sample.size(), 6u);
+  EXPECT_FALSE(sample.contains("solution_hash"));
+  EXPECT_FALSE(sample.contains("protocol"));
+  EXPECT_FALSE(sample.contains("speedup"));
+  EXPECT_FALSE(sample.contains("problem_id"));
+  EXPECT_FALSE(sample.contains("level"));
+}
+
+TEST(KernelBenchEvalResults, LaterDuplicateWins) {
+  const auto out = kernelbench_eval_results({rec(1, 0, false), rec(1, 0, true)});
+  ASSERT_EQ(out["1"].size(), 1u);
+  EXPECT_EQ(out["1"][0]["correctness"], true);
+}
+
+TEST(KernelBenchEvalResults, EmptyAndMalformedInput) {
+  EXPECT_EQ(kernelbench_eval_results({}).dump(), "{}");
+  const auto out = kernelbench_eval_results(
+      {nlohmann::json::array(), nlohmann::json{{"sample_id", 0}}, rec(2, 0)});
+  EXPECT_EQ(keys(out), (std::vector<std::string>{"2"}));
+}
+
+}  // namespace
+}  // namespace kbv

@@ -1,0 +1,248 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+namespace kbv {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kbv_store_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = dir_ / "kbv.sqlite";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Store> open_store() {
+    std::string error;
+    auto store = Store::open(path_, error);
+    EXPECT_NE(store, nullptr) << error;
+    EXPECT_EQ(error, "");
+    return store;
+  }
+
+  fs::path dir_;
+  fs::path path_;
+};
+
+RecordKey key(int level, int problem, int sample, std::string solution = "sol",
+              std::string protocol = "proto") {
+  return RecordKey{level, problem, sample, std::move(solution), std::move(protocol)};
+}
+
+nlohmann::json record(int level, int problem, int sample, const std::string& tag) {
+  return {{"level", level}, {"problem_id", problem}, {"sample_id", sample}, {"tag", tag}};
+}
+
+// Runs SQL on the file through a separate connection, as another process would.
+void raw_exec(const fs::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+  const std::string text = message ? message : "";
+  sqlite3_free(message);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << text;
+}
+
+TEST_F(StoreTest, CreatesFileAndSchema) {
+  ASSERT_FALSE(fs::exists(path_));
+  auto store = open_store();
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(fs::exists(path_));
+  EXPECT_TRUE(store->latest().empty());
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
+  sqlite3_finalize(stmt);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), "wal");
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+TEST_F(StoreTest, RecordsSurviveReopen) {
+  {
+    auto store = open_store();
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->put(key(1, 3, 0), record(1, 3, 0, "a")), "");
+    EXPECT_EQ(store->put(key(1, 3, 1), record(1, 3, 1, "b")), "");
+  }
+  auto store = open_store();
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->has(key(1, 3, 0)));
+  EXPECT_TRUE(store->has(key(1, 3, 1)));
+  const auto all = store->latest();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0], record(1, 3, 0, "a"));
+  EXPECT_EQ(all[1], record(1, 3, 1, "b"));
+}
+
+TEST_F(StoreTest, HasMatchesTheWholeKey) {
+  auto store = open_store();
+  ASSERT_NE(store, nullptr);
+  EXPECT_FALSE(store->has(key(1, 1, 0)));
+  ASSERT_EQ(store->put(key(1, 1, 0, "solA", "protoA"), record(1, 1, 0, "x")), "");
+  EXPECT_TRUE(store->has(key(1, 1, 0, "solA", "protoA")));
+  EXPECT_FALSE(store->has(key(1, 1, 0, "solB", "protoA")));  // other solution
+  EXPECT_FALSE(store->has(key(1, 1, 0, "solA", "protoB")));  // other protocol
+  EXPECT_FALSE(store->has(key(2, 1, 0, "solA", "protoA")));  // other level
+  EXPECT_FALSE(store->has(key(1, 2, 0, "solA", "protoA")));  // other problem
+  EXPECT_FALSE(store->has(key(1, 1, 1, "solA", "protoA")));  // other sample
+}
+
+TEST_F(StoreTest, PutReplacesSameKey) {
+  auto store = open_store();
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->put(key(1, 1, 0), record(1, 1, 0, "first")), "");
+  ASSERT_EQ(store->put(key(1, 1, 0), record(1, 1, 0, "second")), "");
+  const auto all = store->latest();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0]["tag"], "second");
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM results", -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+TEST_F(StoreTest, PutRejectsNonObject) {
+  auto store = open_store();
+  ASSERT_NE(store, nullptr);
+  const std::string error = store->put(key(1, 1, 0), nlohmann::json::array({1, 2}));
+  EXPECT_NE(error.find(path_.string()), std::string::npos) << error;
+  EXPECT_FALSE(store->has(key(1, 1, 0)));
+}
+
+TEST_F(StoreTest, LatestPicksNewestPerSampleAndFiltersByProtocol) {
+  auto store = open_store();
+  ASSERT_NE(store, nullptr);
+  // Inserted out of order; two solutions for (1, 2, 0) under protoA, the second one newer.
+  ASSERT_EQ(store->put(key(2, 1, 0, "s", "protoA"), record(2, 1, 0, "L2")), "");
+  ASSERT_EQ(store->put(key(1, 10, 0, "s", "protoA"), record(1, 10, 0, "p10")), "");
+  ASSERT_EQ(store->put(key(1, 2, 1, "s", "protoA"), record(1, 2, 1, "p2s1")), "");
+  ASSERT_EQ(store->put(key(1, 2, 0, "old", "protoA"), record(1, 2, 0, "old")), "");
+  ASSERT_EQ(store->put(key(1, 2, 0, "new", "protoA"), record(1, 2, 0, "new")), "");
+  ASSERT_EQ(store->put(key(1, 2, 0, "other", "protoB"), record(1, 2, 0, "protoB")), "");
+
+  const auto a = store->latest("protoA");
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a[0]["tag"], "new");
+  EXPECT_EQ(a[1]["tag"], "p2s1");
+  EXPECT_EQ(a[2]["tag"], "p10");
+  EXPECT_EQ(a[3]["tag"], "L2");
+
+  const auto b = store->latest("protoB");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0]["tag"], "protoB");
+
+  // All protocols: the protoB record is the newest for (1, 2, 0).
+  const auto all = store->latest();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0]["tag"], "protoB");
+
+  EXPECT_TRUE(store->latest("protoC").empty());
+}
+
+TEST_F(StoreTest, LatestOrdersByCreatedAtNotInsertion) {
+  auto store = open_store();
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->put(key(1, 1, 0, "a"), record(1, 1, 0, "a")), "");
+  ASSERT_EQ(store->put(key(1, 1, 0, "b"), record(1, 1, 0, "b")), "");
+  // Make "a" look newer than "b", as a clock-ordered record written by another process would.
+  raw_exec(path_, "UPDATE results SET created_at = created_at + 1000 WHERE solution_hash = 'a'");
+  const auto all = store->latest();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0]["tag"], "a");
+}
+
+TEST_F(StoreTest, CorruptRowIsSkipped) {
+  auto store = open_store();
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->put(key(1, 1, 0), record(1, 1, 0, "good")), "");
+  ASSERT_EQ(store->put(key(1, 2, 0), record(1, 2, 0, "good2")), "");
+  raw_exec(path_,
+           "INSERT INTO results VALUES (1, 3, 0, 's', 'proto', 1e12, '{\"truncated\": ');"
+           "INSERT INTO results VALUES (1, 2, 0, 'x', 'proto', 1e12, 'not json at all');");
+  const auto all = store->latest("proto");
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0]["tag"], "good");
+  // The corrupt newest row of (1, 2, 0) is skipped; the older good one stands.
+  EXPECT_EQ(all[1]["tag"], "good2");
+}
+
+TEST_F(StoreTest, NotADatabaseIsAnError) {
+  const std::string text = "this is a text file, not a database\n";
+  {
+    std::ofstream out(path_);
+    for (int i = 0; i < 20; ++i) out << text;
+  }
+  std::string error;
+  auto store = Store::open(path_, error);
+  EXPECT_EQ(store, nullptr);
+  EXPECT_NE(error.find(path_.string() + ": cannot open results store"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("not a database"), std::string::npos) << error;
+  // The file is left as it was.
+  EXPECT_EQ(fs::file_size(path_), 20 * text.size());
+}
+
+TEST_F(StoreTest, UnwritablePathIsAnError) {
+  const fs::path missing = dir_ / "no_such_folder" / "kbv.sqlite";
+  std::string error;
+  auto store = Store::open(missing, error);
+  EXPECT_EQ(store, nullptr);
+  EXPECT_EQ(error, missing.string() + ": cannot open results store: unable to open database file");
+
+  // A folder in place of the file.
+  fs::create_directories(path_);
+  store = Store::open(path_, error);
+  EXPECT_EQ(store, nullptr);
+  EXPECT_NE(error.find(path_.string() + ": cannot open results store: "), std::string::npos)
+      << error;
+}
+
+TEST_F(StoreTest, NewerSchemaIsRefused) {
+  { ASSERT_NE(open_store(), nullptr); }
+  raw_exec(path_, "PRAGMA user_version = 99");
+  std::string error;
+  auto store = Store::open(path_, error);
+  EXPECT_EQ(store, nullptr);
+  EXPECT_NE(error.find("schema version 99"), std::string::npos) << error;
+}
+
+TEST_F(StoreTest, TwoConnectionsShareTheFile) {
+  auto first = open_store();
+  auto second = open_store();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_EQ(first->put(key(1, 1, 0), record(1, 1, 0, "one")), "");
+  ASSERT_EQ(second->put(key(1, 1, 1), record(1, 1, 1, "two")), "");
+  EXPECT_TRUE(second->has(key(1, 1, 0)));
+  EXPECT_EQ(first->latest().size(), 2u);
+}
+
+}  // namespace
+}  // namespace kbv

@@ -1,0 +1,308 @@
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace kbv {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Subprocess : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "kbv_subprocess_test.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string read(const std::filesystem::path& p) {
+    FileText t = read_file(p);
+    return t.ok ? t.text : "<" + t.error + ">";
+  }
+
+  // Spawns, waits up to 5 s, returns the status (the test fails if it does not end).
+  ExitStatus run_to_end(const SpawnOptions& options) {
+    std::string error;
+    auto child = spawn(options, error);
+    EXPECT_TRUE(child.has_value()) << error;
+    if (!child) return {};
+    ::close(child->to_child);
+    ::close(child->from_child);
+    auto status = wait_for(child->pid, 5000ms);
+    EXPECT_TRUE(status.has_value());
+    if (!status) return kill_group(child->pid);
+    return *status;
+  }
+
+  std::filesystem::path dir_;
+};
+
+std::string read_all(int fd) {
+  std::string out;
+  char buffer[256];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+TEST_F(Subprocess, OutputAndErrorsAppendToLog) {
+  SpawnOptions o;
+  o.log_path = dir_ / "child.log";
+  o.argv = {"sh", "-c", "echo out; echo err >&2"};
+  ExitStatus s = run_to_end(o);
+  EXPECT_TRUE(s.exited);
+  EXPECT_EQ(s.code, 0);
+  o.argv = {"echo", "again"};
+  run_to_end(o);
+  EXPECT_EQ(read(o.log_path), "out\nerr\nagain\n");
+  EXPECT_EQ(tail_file(o.log_path, 6), "again\n");
+  EXPECT_EQ(tail_file(o.log_path, 1000), "out\nerr\nagain\n");
+  EXPECT_EQ(tail_file(dir_ / "absent.log", 100), "");
+}
+
+TEST_F(Subprocess, ProtocolPipesRoundTrip) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "read x <&3; echo \"got $x\" >&4"};
+  std::string error;
+  auto child = spawn(o, error);
+  ASSERT_TRUE(child.has_value()) << error;
+  // The parent's ends do not leak into later children.
+  EXPECT_TRUE(::fcntl(child->to_child, F_GETFD) & FD_CLOEXEC);
+  EXPECT_TRUE(::fcntl(child->from_child, F_GETFD) & FD_CLOEXEC);
+  const char msg[] = "hello\n";
+  ASSERT_EQ(::write(child->to_child, msg, sizeof msg - 1), static_cast<ssize_t>(sizeof msg - 1));
+  ::close(child->to_child);
+  EXPECT_EQ(read_all(child->from_child), "got hello\n");
+  ::close(child->from_child);
+  auto status = wait_for(child->pid, 5000ms);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->describe(), "exited with code 0");
+}
+
+TEST_F(Subprocess, InheritedDescriptorsAreClosed) {
+  int leaked = ::dup2(2, 57);  // no CLOEXEC
+  ASSERT_EQ(leaked, 57);
+  SpawnOptions o;
+  o.log_path = dir_ / "fds.log";
+  o.argv = {"sh", "-c",
+            "for f in 3 4 5 57; do if [ -e /proc/self/fd/$f ]; then echo open $f; fi; done"};
+  run_to_end(o);
+  ::close(leaked);
+  EXPECT_EQ(read(o.log_path), "open 3\nopen 4\n");
+
+  o.protocol_pipes = false;
+  o.log_path = dir_ / "fds2.log";
+  run_to_end(o);
+  EXPECT_EQ(read(o.log_path), "");
+}
+
+TEST_F(Subprocess, ExitCodeAndSignal) {
+  SpawnOptions o;
+  o.argv = {"sh", "-c", "exit 3"};
+  ExitStatus s = run_to_end(o);
+  EXPECT_TRUE(s.exited);
+  EXPECT_EQ(s.code, 3);
+  EXPECT_EQ(s.describe(), "exited with code 3");
+
+  o.argv = {"sh", "-c", "kill -SEGV $$"};
+  s = run_to_end(o);
+  EXPECT_TRUE(s.signaled);
+  EXPECT_EQ(s.signal, SIGSEGV);
+  EXPECT_EQ(s.describe(), "killed by signal 11 (SIGSEGV)");
+}
+
+TEST_F(Subprocess, TryWaitWhileRunning) {
+  SpawnOptions o;
+  o.argv = {"sleep", "100"};
+  std::string error;
+  auto child = spawn(o, error);
+  ASSERT_TRUE(child.has_value()) << error;
+  EXPECT_FALSE(try_wait(child->pid).has_value());
+  EXPECT_EQ(::getpgid(child->pid), child->pid);  // its own process group
+  ExitStatus s = kill_group(child->pid);
+  EXPECT_EQ(s.describe(), "killed by signal 9 (SIGKILL)");
+  ::close(child->to_child);
+  ::close(child->from_child);
+}
+
+// A process is gone once kill(pid, 0) fails; a zombie left to a non-reaping init counts too.
+bool gone(int pid) {
+  if (::kill(pid, 0) != 0) return true;
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").text;
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+TEST_F(Subprocess, TimeoutThenKillGroupTakesGrandchildren) {
+  SpawnOptions o;
+  auto pid_file = dir_ / "grandchild.pid";
+  o.argv = {"sh", "-c", "sleep 100 & echo $! > " + pid_file.string() + "; sleep 100"};
+  std::string error;
+  auto child = spawn(o, error);
+  ASSERT_TRUE(child.has_value()) << error;
+  int grandchild = 0;
+  for (int i = 0; i < 200 && grandchild == 0; ++i) {
+    std::string text = read_file(pid_file).text;
+    if (!text.empty() && text.back() == '\n') grandchild = std::stoi(text);
+    else std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(grandchild, 0);
+  EXPECT_EQ(::kill(grandchild, 0), 0);
+
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(wait_for(child->pid, 100ms).has_value());
+  auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, 100ms);
+  EXPECT_LT(waited, 1000ms);
+
+  ExitStatus s = kill_group(child->pid);
+  EXPECT_TRUE(s.signaled);
+  EXPECT_EQ(s.signal, SIGKILL);
+  bool grandchild_gone = false;
+  for (int i = 0; i < 200 && !grandchild_gone; ++i) {
+    grandchild_gone = gone(grandchild);
+    if (!grandchild_gone) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(grandchild_gone);
+  ::close(child->to_child);
+  ::close(child->from_child);
+}
+
+TEST_F(Subprocess, ExecFailureIsReported) {
+  SpawnOptions o;
+  o.argv = {"kbv-no-such-program-xyz", "--flag"};
+  std::string error;
+  auto child = spawn(o, error);
+  EXPECT_FALSE(child.has_value());
+  EXPECT_EQ(error, "cannot run kbv-no-such-program-xyz: No such file or directory");
+
+  o.argv = {"/nonexistent/bin/tool"};
+  EXPECT_FALSE(spawn(o, error).has_value());
+  EXPECT_EQ(error, "cannot run /nonexistent/bin/tool: No such file or directory");
+
+  o.argv = {};
+  EXPECT_FALSE(spawn(o, error).has_value());
+  EXPECT_FALSE(error.empty());
+}
+
+TEST_F(Subprocess, BadFolderOrLogIsReported) {
+  SpawnOptions o;
+  o.argv = {"true"};
+  o.cwd = dir_ / "missing";
+  std::string error;
+  EXPECT_FALSE(spawn(o, error).has_value());
+  EXPECT_EQ(error, "cannot run true: cannot change to folder " + o.cwd.string() +
+                       ": No such file or directory");
+
+  o.cwd.clear();
+  o.log_path = dir_ / "missing" / "x.log";
+  EXPECT_FALSE(spawn(o, error).has_value());
+  EXPECT_NE(error.find(o.log_path.string()), std::string::npos) << error;
+}
+
+TEST_F(Subprocess, EnvironmentAndFolder) {
+  ASSERT_EQ(::setenv("KBV_TEST_UNSET_ME", "visible", 1), 0);
+  ASSERT_EQ(::setenv("KBV_TEST_OVERRIDE", "old", 1), 0);
+  SpawnOptions o;
+  o.log_path = dir_ / "env.log";
+  o.cwd = dir_;
+  o.env_set = {{"KBV_TEST_SET", "hello world"}, {"KBV_TEST_OVERRIDE", "new"}};
+  o.env_unset = {"KBV_TEST_UNSET_ME"};
+  o.argv = {"sh", "-c",
+            "echo \"$KBV_TEST_SET|$KBV_TEST_OVERRIDE|${KBV_TEST_UNSET_ME-unset}\"; pwd -P"};
+  ExitStatus s = run_to_end(o);
+  ::unsetenv("KBV_TEST_UNSET_ME");
+  ::unsetenv("KBV_TEST_OVERRIDE");
+  EXPECT_EQ(s.code, 0);
+  EXPECT_EQ(read(o.log_path),
+            "hello world|new|unset\n" + std::filesystem::canonical(dir_).string() + "\n");
+}
+
+TEST_F(Subprocess, RunCommandCapturesOutputAndCode) {
+  RunResult r = run_command({"sh", "-c", "echo out; echo err >&2; exit 3"}, {}, 5000ms);
+  EXPECT_TRUE(r.started);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_TRUE(r.status.exited);
+  EXPECT_EQ(r.status.code, 3);
+  EXPECT_EQ(r.output, "out\nerr\n");
+
+  r = run_command({"sh", "-c", "echo $KBV_RUN_VAR"}, {{"KBV_RUN_VAR", "42"}}, 5000ms);
+  EXPECT_EQ(r.output, "42\n");
+  EXPECT_EQ(r.status.describe(), "exited with code 0");
+}
+
+TEST_F(Subprocess, RunCommandTimesOut) {
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = run_command({"sh", "-c", "echo started; sleep 10"}, {}, 200ms);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(r.started);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_TRUE(r.status.signaled);
+  EXPECT_EQ(r.output, "started\n");
+  EXPECT_GE(took, 200ms);
+  EXPECT_LT(took, 2000ms);
+}
+
+TEST_F(Subprocess, RunCommandDoesNotWaitForBackgroundJobs) {
+  auto pid_file = dir_ / "bg.pid";
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = run_command(
+      {"sh", "-c", "sleep 30 & echo $! > " + pid_file.string() + "; echo done"}, {}, 5000ms);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.status.code, 0);
+  EXPECT_EQ(r.output, "done\n");
+  EXPECT_LT(took, 2000ms);
+  // The background job is killed with the command's group.
+  int bg = std::stoi(read_file(pid_file).text);
+  bool bg_gone = false;
+  for (int i = 0; i < 200 && !bg_gone; ++i) {
+    bg_gone = gone(bg);
+    if (!bg_gone) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(bg_gone);
+}
+
+TEST_F(Subprocess, RunCommandKeepsTheTail) {
+  RunResult r = run_command(
+      {"sh", "-c", "i=0; while [ $i -lt 3000 ]; do echo line$i; i=$((i+1)); done; echo END"}, {},
+      5000ms, 100);
+  EXPECT_EQ(r.status.code, 0);
+  EXPECT_EQ(r.output.size(), 100u);
+  EXPECT_EQ(r.output.substr(r.output.size() - 13), "line2999\nEND\n");
+}
+
+TEST_F(Subprocess, RunCommandThatCannotStart) {
+  RunResult r = run_command({"kbv-no-such-program-xyz"}, {}, 1000ms);
+  EXPECT_FALSE(r.started);
+  EXPECT_EQ(r.error, "cannot run kbv-no-such-program-xyz: No such file or directory");
+}
+
+TEST(ExitStatusDescribe, Words) {
+  ExitStatus s;
+  s.signaled = true;
+  s.signal = SIGABRT;
+  EXPECT_EQ(s.describe(), "killed by signal 6 (SIGABRT)");
+  s.signal = 64;
+  EXPECT_EQ(s.describe(), "killed by signal 64");
+}
+
+}  // namespace
+}  // namespace kbv
