@@ -33,5 +33,5 @@ tail -30 "$out/build.log"
 export KBV_CACHE_DIR=$build/test-cache
 (cd "$build" && ctest --output-on-failure -j 8 --timeout 900 "$@" > "$out/ctest.log" 2>&1)
 echo "ctest rc=$?"; grep -E "tests passed|Failed|Skipped|\(Failed\)|Not Run" "$out/ctest.log" | tail -30
-"$build/kbv" selftest --json "$out/selftest.json" > "$out/selftest.txt" 2>&1
+timeout 200 "$build/kbv" selftest --timeout-call 20 --json "$out/selftest.json" > "$out/selftest.txt" 2>&1
 echo "selftest rc=$?"; tail -25 "$out/selftest.txt"
