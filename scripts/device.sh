@@ -2,8 +2,12 @@
 # On the GPU machine (the device tool; carry .deps made by scripts/device-deps.sh):
 # build with the machine's torch, run every test (GPU ones included) and the self-test.
 # Logs and JSON go to $OUT (default: build-gpu/out).
+#   scripts/device.sh            everything
+#   scripts/device.sh --gpu-only only the tests and self-test entries that need the GPU
 set -uo pipefail
 cd "$(dirname "$0")/.."
+gpu_only=0
+[[ "${1:-}" == "--gpu-only" ]] && { gpu_only=1; shift; }
 root=$PWD
 out=${OUT:-$root/build-gpu/out}
 mkdir -p "$out"
@@ -31,7 +35,10 @@ rc=$?
 tail -30 "$out/build.log"
 [[ $rc -eq 0 ]] || { echo "device: build failed"; exit 1; }
 export KBV_CACHE_DIR=$build/test-cache
-(cd "$build" && ctest --output-on-failure -j 8 --timeout 900 "$@" > "$out/ctest.log" 2>&1)
+filter=()
+selftest_args=()
+((gpu_only)) && filter=(-R 'cuda_|Gpu\.') && selftest_args=(--device cuda --trials 2)
+(cd "$build" && ctest --output-on-failure -j 8 --timeout 900 "${filter[@]}" "$@" > "$out/ctest.log" 2>&1)
 echo "ctest rc=$?"; grep -E "tests passed|Failed|Skipped|\(Failed\)|Not Run" "$out/ctest.log" | tail -30
-timeout 200 "$build/kbv" selftest --timeout-call 20 --json "$out/selftest.json" > "$out/selftest.txt" 2>&1
+timeout 200 "$build/kbv" selftest "${selftest_args[@]}" --timeout-call 20 --json "$out/selftest.json" > "$out/selftest.txt" 2>&1
 echo "selftest rc=$?"; tail -25 "$out/selftest.txt"

@@ -118,6 +118,28 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
   return 0;
 }
 
+int build_one(const CommonFlags& flags, const std::string& solution_path) {
+  kbv::EvalOptions o = flags.options();
+  std::string error;
+  auto env = kbv::probe_environment(o, error);
+  if (!env) {
+    std::fprintf(stderr, "kbv: %s\n", error.c_str());
+    return 2;
+  }
+  o.device = env->device;
+  kbv::SolutionSource solution = kbv::load_solution(solution_path);
+  if (!solution.ok) {
+    std::fprintf(stderr, "kbv: %s\n", solution.error.c_str());
+    return 1;
+  }
+  kbv::BuildResult b = kbv::build_candidate(solution, solution_path, o, *env);
+  if (b.ok)
+    std::fprintf(stderr, "%s: built%s in %.1f s\n", solution_path.c_str(), b.cached ? " (cached)" : "", b.seconds);
+  else
+    std::fprintf(stderr, "%s: %s: %s\n", solution_path.c_str(), b.kind.c_str(), b.message.c_str());
+  return b.ok || b.kind == "missing_model_new" ? 0 : 1;
+}
+
 int list_problems(const std::string& dir, std::optional<int> level, const CommonFlags& flags, bool shapes) {
   kbv::Discovery d = kbv::discover_dataset(dir, level);
   if (!d.error.empty()) {
@@ -202,6 +224,12 @@ int main(int argc, char** argv) {
   problems->add_option("--device", list_flags.device, "sizes for cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
   problems->add_option("--python", list_flags.python, "Python with torch 2.11");
 
+  CommonFlags build_flags;
+  auto* build = app.add_subcommand("build", "compile a solution into the build cache (no evaluation)");
+  std::string build_solution;
+  build->add_option("--solution", build_solution, "a solution file (.py, .md, .txt)")->required();
+  build_flags.add(build);
+
   CommonFlags self_flags;
   auto* selftest = app.add_subcommand("selftest", "evaluate the example corpus and print expected vs got");
   std::string manifest = "examples/manifest.json", self_json;
@@ -245,6 +273,7 @@ int main(int argc, char** argv) {
     }
     return kbv::evaluate_run(ro);
   }
+  if (*build) return build_one(build_flags, build_solution);
   if (*selftest) {
     kbv::SelftestOptions so;
     so.manifest = manifest;

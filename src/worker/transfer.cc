@@ -13,6 +13,7 @@
 
 #ifdef KBV_WITH_CUDA
 #include <cuda_runtime.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
@@ -91,7 +92,12 @@ nlohmann::json TransferSet::export_tensor(const at::Tensor& tensor_in, at::Tenso
   if (tensor.is_cuda()) {
 #ifdef KBV_WITH_CUDA
     c10::cuda::CUDAGuard guard(tensor.device());
-    cuda_check(cudaMalloc(&m.ptr, alloc), "cudaMalloc for a transfer buffer");
+    if (cudaMalloc(&m.ptr, alloc) != cudaSuccess) {
+      // Memory torch caches but does not use is still taken from the driver's view: free it, retry.
+      cudaGetLastError();
+      c10::cuda::CUDACachingAllocator::emptyCache();
+      cuda_check(cudaMalloc(&m.ptr, alloc), fmt::format("cudaMalloc of {} bytes for a transfer buffer", alloc).c_str());
+    }
     m.cuda = true;
     mappings_.push_back(m);
     if (bytes) cuda_check(cudaMemcpy(m.ptr, tensor.data_ptr(), bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");

@@ -1,5 +1,7 @@
 // End-to-end: the kbv binary on the built-in problems and the example corpus.
 // CPU entries run everywhere; CUDA entries run on a GPU machine and skip visibly elsewhere.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -85,11 +88,37 @@ std::vector<Entry> manifest() {
   return entries;
 }
 
+// GPU evaluations of large problems take tens of GiB: one at a time across test processes.
+// Compiling needs no GPU, so callers build first (in parallel) and take the lock to evaluate.
+class GpuLock {
+ public:
+  GpuLock() {
+    fd_ = ::open("/tmp/kbv-e2e-gpu.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~GpuLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+void prebuild(const std::string& solution, const std::string& device) {
+  Outcome o = run_kbv({"build", "--solution", (kSource / solution).string(), "--device", device});
+  EXPECT_EQ(o.code, 0) << "building " << solution << ": " << o.output;
+}
+
 class Corpus : public ::testing::TestWithParam<Entry> {};
 
 TEST_P(Corpus, VerdictAsExpected) {
   const Entry& e = GetParam();
   if (e.device == "cuda" && !gpu_visible()) GTEST_SKIP() << "needs a GPU: " << e.solution;
+  std::optional<GpuLock> lock;
+  if (e.device == "cuda") {
+    if (e.expected != "compile_error") prebuild(e.solution, e.device);
+    lock.emplace();
+  }
   fs::path out = temp_dir(e.name) / "record.json";
   Outcome o = run_kbv({"eval", "--problem", (kSource / e.problem).string(), "--solution",
                        (kSource / e.solution).string(), "--device", e.device, "--trials", "2", "--timeout-call", "10",
@@ -255,6 +284,9 @@ TEST(Run, EvalResultsAndResumeAfterKill) {
 // evaluated right after it in the same run, must still pass.
 TEST(Gpu, IllegalMemoryAccessDoesNotAffectTheNextCandidate) {
   if (!gpu_visible()) GTEST_SKIP() << "needs a GPU";
+  prebuild("examples/level1/19_ReLU/cuda_illegal_access.py", "cuda");
+  prebuild("examples/level1/19_ReLU/cuda_honest.py", "cuda");
+  GpuLock lock;
   fs::path run = temp_dir("gpu_run");
   fs::copy_file(kSource / "examples/level1/19_ReLU/cuda_illegal_access.py", run / "level_1_problem_19_sample_0_kernel.py");
   fs::copy_file(kSource / "examples/level1/19_ReLU/cuda_honest.py", run / "level_1_problem_19_sample_1_kernel.py");
