@@ -64,7 +64,7 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
   std::map<std::string, std::map<std::string, int>> matrix;
   std::map<std::string, std::pair<int, int>> classes;  // cheat class -> (caught, total)
   json entries = json::array();
-  int mismatches = 0, skipped = 0, honest_rejected = 0, cheats_passed = 0;
+  int mismatches = 0, skipped = 0, honest_rejected = 0, cheats_passed = 0, gaps = 0;
   size_t n = manifest.size(), i = 0;
   std::map<std::string, std::unique_ptr<ReferenceHost>> hosts;
   for (const auto& e : manifest) {
@@ -107,9 +107,14 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
         row["failed_distributions"] = failed;
       }
     }
+    // An entry whose defence is not built yet is a known gap: shown, counted apart, not hidden.
+    std::string pending = e.value("pending", "");
+    if (!pending.empty()) row["pending"] = pending;
+    bool gap = !match && !pending.empty();
     row["match"] = match;
     matrix[expected][got]++;
-    if (!match) ++mismatches;
+    if (gap) ++gaps;
+    else if (!match) ++mismatches;
     if (expected == "correct" && got != "correct") ++honest_rejected;
     if (!cheat.empty()) {
       auto& c = classes[cheat];
@@ -119,7 +124,8 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     }
     std::fprintf(stderr, "[%zu/%zu] %-4s %-60s %-13s %s\n", i, n, device.c_str(),
                  row["solution"].get<std::string>().c_str(), got.c_str(),
-                 match ? "" : fmt::format("MISMATCH (expected {})", expected).c_str());
+                 match ? "" : gap ? fmt::format("KNOWN GAP (expected {}; {})", expected, pending).c_str()
+                             : fmt::format("MISMATCH (expected {})", expected).c_str());
     entries.push_back(row);
   }
   std::fprintf(stderr, "\n");
@@ -129,14 +135,16 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     for (const auto& [c, v] : classes) line += fmt::format(" {} {}/{}", c, v.first, v.second);
     std::fprintf(stderr, "%s\n", line.c_str());
   }
-  std::fprintf(stderr, "%d mismatch(es), %d honest solution(s) rejected, %d cheat(s) judged correct, %d skipped\n",
-               mismatches, honest_rejected, cheats_passed, skipped);
+  std::fprintf(stderr,
+               "%d mismatch(es), %d known gap(s) (defence pending), %d honest solution(s) rejected, %d cheat(s) "
+               "judged correct, %d skipped\n",
+               mismatches, gaps, honest_rejected, cheats_passed, skipped);
   json classes_json = json::object();
   for (const auto& [c, v] : classes) classes_json[c] = {{"caught", v.first}, {"total", v.second}};
   json devices = json::object();
   for (const auto& [d, env] : envs) devices[d] = env ? json(env->device_name) : json(nullptr);
   return json{{"entries", entries},   {"matrix", matrix},     {"classes", classes_json},
-              {"mismatches", mismatches}, {"honest_rejected", honest_rejected},
+              {"mismatches", mismatches}, {"known_gaps", gaps}, {"honest_rejected", honest_rejected},
               {"cheats_judged_correct", cheats_passed}, {"skipped", skipped}, {"devices", devices}};
 }
 
