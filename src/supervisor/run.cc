@@ -301,17 +301,13 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
     json f = reply_failure(r, "runtime_error");
     std::string kind = f["kind"];
     std::string message = f["message"];
+    // The candidate worker's own kinds (missing ModelNew, a failed import, a bad message) are
+    // runtime errors of the candidate; a lost CUDA context is a crash.
     std::string verdict = kind;
-    if (kind == "missing_model_new" || kind == "compile_error" || kind == "needs_cuda" || kind == "protocol_error")
-      verdict = "runtime_error";
-    if (kind == "runtime_error" && is_sticky_cuda_error(message)) {
+    if (kind != "timeout" && kind != "crashed" && kind != "interrupted" && kind != "rejected") verdict = "runtime_error";
+    if (verdict == "runtime_error" && is_sticky_cuda_error(message)) {
       verdict = "crashed";
-      message += " (the CUDA context is lost; the worker was replaced)";
-    }
-    if (verdict == "timeout" || verdict == "crashed" || verdict == "interrupted" || verdict == "rejected" ||
-        verdict == "runtime_error") {
-    } else {
-      verdict = "runtime_error";
+      message += " (the CUDA context is lost; this worker is discarded and the next candidate gets a fresh one)";
     }
     set_verdict(record, verdict, context.empty() ? message : context + ": " + message);
     if (verdict == "runtime_error" || verdict == "crashed") record["metadata"]["runtime_error"] = record["message"];
