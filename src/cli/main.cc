@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -202,7 +203,8 @@ int main(int argc, char** argv) {
   auto* eval = app.add_subcommand("eval", "evaluate one solution, or every sample of a KernelBench run folder");
   std::string problem, solution, json_out, problems_dir, run_dir, gpus;
   std::optional<int> level;
-  int build_jobs = 1;
+  const int default_jobs = std::max(2, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+  int build_jobs = default_jobs;
   eval->add_option("--problem", problem, "a KernelBench problem file");
   eval->add_option("--solution", solution, "a solution file (.py, or a model's raw answer .md/.txt)");
   eval->add_option("--json", json_out, "write the JSON record here ('-': stdout)");
@@ -235,6 +237,8 @@ int main(int argc, char** argv) {
   std::string manifest = "examples/manifest.json", self_json;
   selftest->add_option("--manifest", manifest, "the corpus manifest")->capture_default_str();
   selftest->add_option("--json", self_json, "write the JSON summary here ('-': stdout)");
+  int self_jobs = default_jobs;
+  selftest->add_option("--build-jobs", self_jobs, "candidates compiled at once")->capture_default_str();
   self_flags.add(selftest);
 
   try {
@@ -279,6 +283,7 @@ int main(int argc, char** argv) {
     so.manifest = manifest;
     so.device = self_flags.device;
     so.eval = self_flags.options();
+    so.build_jobs = self_jobs;
     std::string error;
     json summary = kbv::run_selftest(so, error);
     if (!error.empty()) {

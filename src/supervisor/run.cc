@@ -247,6 +247,36 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
 }
 
 // ---------------------------------------------------------------------------------------------
+BuildQueue::BuildQueue(std::vector<Item> items, const Environment& env, int jobs)
+    : items_(std::move(items)), env_(env), promises_(items_.size()) {
+  for (auto& p : promises_) futures_.push_back(p.get_future().share());
+  for (int t = 0; t < std::max(1, jobs); ++t)
+    threads_.emplace_back([this]() {
+      for (;;) {
+        size_t i = next_++;
+        if (i >= items_.size()) return;
+        const Item& item = items_[i];
+        BuildResult br;
+        if (interrupted()) {
+          br.kind = "interrupted";
+        } else if (!item.solution.ok) {
+          br.kind = "compile_error";
+          br.message = item.solution.error;
+        } else {
+          br = build_candidate(item.solution, item.path, item.options, env_);
+        }
+        promises_[i].set_value(br);
+      }
+    });
+}
+
+BuildQueue::~BuildQueue() {
+  for (auto& t : threads_) t.join();
+}
+
+BuildResult BuildQueue::get(size_t i) { return futures_.at(i).get(); }
+
+// ---------------------------------------------------------------------------------------------
 json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
                    ReferenceHost& reference, const BuildResult* prebuilt) {
   auto t0 = Clock::now();
@@ -430,8 +460,6 @@ struct Job {
   Pair pair;
   SolutionSource solution;
   RecordKey key;
-  std::promise<BuildResult> built;
-  std::shared_future<BuildResult> built_future;
 };
 
 std::string level_file_name(int level, bool several_levels) {
@@ -504,7 +532,6 @@ int evaluate_run(const RunOptions& opt) {
       continue;
     }
     job->pair.problem_path = it->second->path;
-    job->built_future = job->built.get_future().share();
     jobs.push_back(std::move(job));
   }
   size_t total = jobs.size();
@@ -513,7 +540,7 @@ int evaluate_run(const RunOptions& opt) {
                skipped);
 
   std::mutex mu;  // store, output files, counters
-  std::atomic<size_t> next_build{0}, next_eval{0};
+  std::atomic<size_t> next_eval{0};
   size_t done = 0, correct = 0;
   auto write_results = [&]() {
     std::vector<json> all = store->latest(phash);
@@ -529,26 +556,10 @@ int evaluate_run(const RunOptions& opt) {
   if (!immediate.empty()) write_results();
 
   // Builds run on CPU threads ahead of the evaluations.
+  std::vector<BuildQueue::Item> items;
+  for (const auto& job : jobs) items.push_back({job->solution, job->pair.solution_path, eval});
+  BuildQueue builds(std::move(items), *env, opt.build_jobs);
   std::vector<std::thread> threads;
-  int build_jobs = std::max(1, opt.build_jobs);
-  for (int b = 0; b < build_jobs; ++b)
-    threads.emplace_back([&]() {
-      for (;;) {
-        size_t i = next_build++;
-        if (i >= jobs.size()) return;
-        Job& job = *jobs[i];
-        BuildResult br;
-        if (interrupted()) {
-          br.kind = "interrupted";
-        } else if (!job.solution.ok) {
-          br.kind = "compile_error";
-          br.message = job.solution.error;
-        } else {
-          br = build_candidate(job.solution, job.pair.solution_path, eval, *env);
-        }
-        job.built.set_value(br);
-      }
-    });
   std::vector<int> devices = opt.gpus.empty() ? std::vector<int>{-1} : opt.gpus;
   for (int gpu : devices)
     threads.emplace_back([&, gpu]() {
@@ -559,7 +570,7 @@ int evaluate_run(const RunOptions& opt) {
         size_t i = next_eval++;
         if (i >= jobs.size() || interrupted()) return;
         Job& job = *jobs[i];
-        BuildResult br = job.built_future.get();
+        BuildResult br = builds.get(i);
         json record = evaluate_pair(job.pair, mine, *env, reference, &br);
         if (record["verdict"] == "interrupted" || interrupted()) return;
         std::lock_guard<std::mutex> lock(mu);

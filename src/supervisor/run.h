@@ -1,6 +1,9 @@
 // Evaluating one (problem, solution) pair, and a whole KernelBench run folder.
 #pragma once
+#include <atomic>
 #include <filesystem>
+#include <future>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +85,30 @@ struct BuildResult {
 // (cache_dir/build/<sha256 of code, toolchain, device>), or reuses an earlier build.
 BuildResult build_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path,
                             const EvalOptions& options, const Environment& env);
+
+// Compiles candidates on `jobs` CPU threads ahead of their evaluation, in order; get(i) waits
+// for the i-th. Builds need no GPU, so they overlap with evaluations. Joins on destruction.
+class BuildQueue {
+ public:
+  struct Item {
+    SolutionSource solution;
+    std::filesystem::path path;
+    EvalOptions options;
+  };
+  BuildQueue(std::vector<Item> items, const Environment& env, int jobs);
+  ~BuildQueue();
+  BuildQueue(const BuildQueue&) = delete;
+  BuildQueue& operator=(const BuildQueue&) = delete;
+  BuildResult get(size_t i);
+
+ private:
+  std::vector<Item> items_;
+  Environment env_;
+  std::vector<std::promise<BuildResult>> promises_;
+  std::vector<std::shared_future<BuildResult>> futures_;
+  std::atomic<size_t> next_{0};
+  std::vector<std::thread> threads_;
+};
 
 // One pair: build, load, trials x distributions, verdict. Never throws; every failure is a record.
 nlohmann::json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,

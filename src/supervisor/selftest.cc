@@ -61,6 +61,22 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     if (!envs[device]) env_errors[device] = err;
   }
 
+  // Compile every runnable entry ahead of its evaluation, on a pool of CPU threads per device
+  // (entries are then evaluated in manifest order, taking their builds in the same order).
+  std::map<std::string, std::vector<BuildQueue::Item>> items;
+  for (const auto& e : manifest) {
+    std::string device = e.value("device", "cpu");
+    if ((!opt.device.empty() && device != opt.device) || !envs[device]) continue;
+    EvalOptions o = opt.eval;
+    o.device = device;
+    fs::path solution = root / e.value("solution", "");
+    items[device].push_back({load_solution(solution), solution, o});
+  }
+  std::map<std::string, std::unique_ptr<BuildQueue>> queues;
+  for (auto& [device, list] : items)
+    queues[device] = std::make_unique<BuildQueue>(std::move(list), *envs[device], opt.build_jobs);
+  std::map<std::string, size_t> taken;  // next item index per device queue
+
   std::map<std::string, std::map<std::string, int>> matrix;
   std::map<std::string, std::pair<int, int>> classes;  // cheat class -> (caught, total)
   json entries = json::array();
@@ -91,7 +107,8 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     pair.solution_path = root / e.value("solution", "");
     auto& host = hosts[device];
     if (!host) host = std::make_unique<ReferenceHost>();
-    json record = evaluate_pair(pair, o, *envs[device], *host);
+    BuildResult built = queues[device]->get(taken[device]++);
+    json record = evaluate_pair(pair, o, *envs[device], *host, &built);
     std::string got = record.value("verdict", "");
     if (got == "interrupted") break;
     row["got"] = got;

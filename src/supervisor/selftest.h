@@ -15,6 +15,7 @@ struct SelftestOptions {
   std::filesystem::path root;         // where problem/solution paths start (default: manifest's parent's parent)
   std::string device;                 // only entries of this device; empty: every device present
   EvalOptions eval;
+  int build_jobs = 2;                 // candidates compiled at once, ahead of their evaluation
 };
 
 // Runs the corpus; prints progress and the matrix to stderr; returns the JSON summary
