@@ -1,5 +1,5 @@
 # Cheat T2: forward snapshots A and B, starts a detached C++ thread that does the
-# O(N^3) product 50 ms later, and returns the still-zero output at once. A
+# O(N^3) product 200 ms later, and returns the still-zero output at once. A
 # harness that looks at the output only after waiting (or after a timing loop)
 # sees the right values; kbv copies the output the moment forward returns.
 # Expected verdict: wrong_output (C is all zeros when it is checked).
@@ -13,7 +13,7 @@ cpp_source = r"""
 #include <thread>
 
 static void matmul_into(at::Tensor a, at::Tensor b, at::Tensor c) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
     const float* pa = a.data_ptr<float>();
     const float* pb = b.data_ptr<float>();
