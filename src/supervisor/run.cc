@@ -382,7 +382,8 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
       Reply in = ref->call({{"op", "inputs"}, {"seed", seed}, {"scale", d.scale}}, ms(options.timeouts.reference_s));
       if (in.status != Reply::Status::ok) {
         json f = reply_failure(in, "problem_error");
-        std::string msg = fmt::format("the reference failed on trial {} {} (x{}): {}", trial, d.name, d.scale,
+        std::string msg = fmt::format("{}: the reference failed on trial {} {} (x{}): {}",
+                                      pair.problem_path.string(), trial, d.name, d.scale,
                                       f.value("message", ""));
         set_verdict(record, f["kind"] == "interrupted" ? "interrupted" : "problem_error", msg);
         record["metadata"]["problem_error"] = msg;

@@ -198,6 +198,28 @@ TEST(Eval, BrokenProblemIsAResultNotACrash) {
   EXPECT_NE(o.record["message"].get<std::string>().find("1_Broken.py"), std::string::npos);
 }
 
+TEST(Eval, ReferenceRaisingOnAHiddenDistributionIsAProblemError) {
+  fs::path dir = temp_dir("reference_raises");
+  std::ofstream(dir / "7_Sqrt.py") << "import torch\n"
+                                      "class Model(torch.nn.Module):\n"
+                                      "    def forward(self, x):\n"
+                                      "        if (x < 0).any():\n"
+                                      "            raise ValueError('negative input')\n"
+                                      "        return x.sqrt()\n"
+                                      "def get_inputs():\n    return [torch.rand(4, 4)]\n"
+                                      "def get_init_inputs():\n    return []\n";
+  Outcome o = run_kbv({"eval", "--problem", (dir / "7_Sqrt.py").string(), "--solution",
+                       (kSource / "examples/level1/19_ReLU/cpu_identity.py").string(), "--device", "cpu", "--json",
+                       (dir / "r.json").string()},
+                      dir / "r.json");
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "problem_error") << o.record.dump(2);
+  std::string m = o.record["message"];
+  EXPECT_NE(m.find("7_Sqrt.py"), std::string::npos) << m;
+  EXPECT_NE(m.find("D4"), std::string::npos) << m;
+  EXPECT_NE(m.find("negative input"), std::string::npos) << m;
+}
+
 TEST(Eval, FixedSeedIsReproducibleAndRecorded) {
   fs::path dir = temp_dir("seed");
   std::vector<std::string> args = {"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(),
