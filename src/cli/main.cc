@@ -141,7 +141,8 @@ int build_one(const CommonFlags& flags, const std::string& solution_path) {
   return b.ok || b.kind == "missing_model_new" ? 0 : 1;
 }
 
-int list_problems(const std::string& dir, std::optional<int> level, const CommonFlags& flags, bool shapes) {
+int list_problems(const std::string& dir, std::optional<int> level, const CommonFlags& flags, bool shapes,
+                  bool as_json) {
   kbv::Discovery d = kbv::discover_dataset(dir, level);
   if (!d.error.empty()) {
     std::fprintf(stderr, "kbv: %s\n", d.error.c_str());
@@ -160,6 +161,7 @@ int list_problems(const std::string& dir, std::optional<int> level, const Common
     o.device = env->device;
   }
   kbv::ReferenceHost reference;
+  json rows = json::array();
   for (const auto& p : d.problems) {
     json row = {{"level", p.level}, {"id", p.id}, {"name", p.name}, {"path", p.path.string()}};
     std::string inputs;
@@ -185,8 +187,12 @@ int list_problems(const std::string& dir, std::optional<int> level, const Common
         inputs = "error: " + row["error"].get<std::string>();
       }
     }
-    std::printf("level%-2d %4d  %-48s %s\n", p.level, p.id, p.name.c_str(), inputs.c_str());
+    if (as_json)
+      rows.push_back(row);
+    else
+      std::printf("level%-2d %4d  %-48s %s\n", p.level, p.id, p.name.c_str(), inputs.c_str());
   }
+  if (as_json) std::cout << rows.dump(2) << "\n";
   return 0;
 }
 
@@ -223,6 +229,8 @@ int main(int argc, char** argv) {
   problems->add_option("dir", list_dir, "dataset root")->required();
   problems->add_option("--level", list_level, "only this level");
   problems->add_flag("--no-shapes", no_shapes, "do not load the problems to show their input shapes");
+  bool list_json = false;
+  problems->add_flag("--json", list_json, "print a JSON list (level, id, name, path, inputs or error)");
   problems->add_option("--device", list_flags.device, "sizes for cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
   problems->add_option("--python", list_flags.python, "Python with torch 2.11");
 
@@ -295,6 +303,6 @@ int main(int argc, char** argv) {
     if (kbv::interrupted()) return 130;
     return summary.value("mismatches", 0) == 0 ? 0 : 1;
   }
-  if (*problems) return list_problems(list_dir, list_level, list_flags, !no_shapes);
+  if (*problems) return list_problems(list_dir, list_level, list_flags, !no_shapes, list_json);
   return 0;
 }

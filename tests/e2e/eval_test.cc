@@ -390,4 +390,20 @@ TEST(Problems, ListsShapesAtCpuSizes) {
   EXPECT_NE(o.output.find("int64["), std::string::npos) << "CrossEntropy targets stay integers: " << o.output;
 }
 
+TEST(Problems, JsonListForScripts) {
+  fs::path dir = temp_dir("problems_json");
+  fs::create_directories(dir / "level1");
+  fs::copy_file(kSource / "problems/level1/26_GELU_.py", dir / "level1/26_GELU_.py");
+  std::ofstream(dir / "level1/3_Broken.py") << "raise SyntaxError('no')\n";
+  Outcome o = run_kbv({"problems", dir.string(), "--device", "cpu", "--json"});
+  ASSERT_EQ(o.code, 0) << o.output;
+  json rows = json::parse(o.output.substr(o.output.find('[')), nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << o.output;
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["id"], 3);
+  EXPECT_TRUE(rows[0].contains("error")) << "a broken problem is listed with its error";
+  EXPECT_EQ(rows[1]["name"], "26_GELU_.py");
+  EXPECT_EQ(rows[1]["inputs"][0]["dtype"], "float32");
+}
+
 }  // namespace
