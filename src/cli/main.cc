@@ -81,7 +81,8 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
              const std::string& json_out) {
   kbv::EvalOptions o = flags.options();
   std::string error;
-  auto env = kbv::probe_environment(o, error);
+  std::unique_ptr<kbv::WorkerProcess> idle;
+  auto env = kbv::probe_environment(o, error, &idle);
   if (!env) {
     std::fprintf(stderr, "kbv: %s\n", error.c_str());
     return 2;
@@ -92,6 +93,7 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
   pair.solution_path = solution;
   identify(problem, pair);
   kbv::ReferenceHost reference;
+  reference.adopt(std::move(idle));
   json record = kbv::evaluate_pair(pair, o, *env, reference);
   if (kbv::interrupted()) {
     std::fprintf(stderr, "kbv: interrupted; nothing recorded\n");

@@ -106,7 +106,8 @@ json Environment::to_json() const {
               {"device_name", device_name}};
 }
 
-std::optional<Environment> probe_environment(const EvalOptions& options, std::string& error) {
+std::optional<Environment> probe_environment(const EvalOptions& options, std::string& error,
+                                             std::unique_ptr<WorkerProcess>* keep) {
   auto w = WorkerProcess::start("reference", options.worker, device_env(options), error);
   if (!w) return std::nullopt;
   Reply r = w->call({{"op", "hello"}}, ms(options.timeouts.load_s));
@@ -130,6 +131,7 @@ std::optional<Environment> probe_environment(const EvalOptions& options, std::st
     return std::nullopt;
   }
   env.device_name = env.device == "cuda" ? r.body.value("device_name", "cuda") : "cpu";
+  if (keep) *keep = std::move(w);
   return env;
 }
 
@@ -138,6 +140,11 @@ ReferenceHost::~ReferenceHost() { reset(); }
 
 void ReferenceHost::reset() {
   worker_.reset();
+  problem_key_.clear();
+}
+
+void ReferenceHost::adopt(std::unique_ptr<WorkerProcess> idle) {
+  worker_ = std::move(idle);
   problem_key_.clear();
 }
 
@@ -153,9 +160,10 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
     load_reply = load_reply_;
     return worker_.get();
   }
-  reset();
+  // An adopted idle worker (no problem loaded yet) is used as is; otherwise a fresh one.
+  if (!(worker_ && worker_->alive() && problem_key_.empty())) reset();
   std::string error;
-  worker_ = WorkerProcess::start("reference", options.worker, device_env(options), error);
+  if (!worker_) worker_ = WorkerProcess::start("reference", options.worker, device_env(options), error);
   if (!worker_) {
     failure = {{"kind", "problem_error"}, {"message", "cannot start the reference worker: " + error}};
     return nullptr;

@@ -44,7 +44,9 @@ struct EvalOptions {
 };
 
 // Starts a reference worker once to learn the torch version and whether a GPU is visible.
-std::optional<Environment> probe_environment(const EvalOptions& options, std::string& error);
+// With `keep`, the worker is handed back (idle, no problem loaded) to serve as a reference.
+std::optional<Environment> probe_environment(const EvalOptions& options, std::string& error,
+                                             std::unique_ptr<WorkerProcess>* keep = nullptr);
 
 struct Pair {
   std::filesystem::path problem_path;
@@ -64,6 +66,8 @@ class ReferenceHost {
   WorkerProcess* get(const std::filesystem::path& problem, const EvalOptions& options,
                      nlohmann::json& load_reply, nlohmann::json& failure);
   void reset();
+  // Takes an idle reference worker (from probe_environment) to load the next problem into.
+  void adopt(std::unique_ptr<WorkerProcess> idle);
 
  private:
   std::unique_ptr<WorkerProcess> worker_;

@@ -47,7 +47,8 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
   }
   fs::path root = opt.root.empty() ? fs::absolute(opt.manifest).parent_path().parent_path() : opt.root;
 
-  // One environment per device present in the corpus.
+  // One environment per device present in the corpus; its probe worker becomes the reference.
+  std::map<std::string, std::unique_ptr<ReferenceHost>> hosts;
   std::map<std::string, std::optional<Environment>> envs;
   std::map<std::string, std::string> env_errors;
   for (const auto& e : manifest) {
@@ -57,8 +58,11 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     EvalOptions o = opt.eval;
     o.device = device;
     std::string err;
-    envs[device] = probe_environment(o, err);
+    std::unique_ptr<WorkerProcess> idle;
+    envs[device] = probe_environment(o, err, &idle);
     if (!envs[device]) env_errors[device] = err;
+    hosts[device] = std::make_unique<ReferenceHost>();
+    hosts[device]->adopt(std::move(idle));
   }
 
   // Compile every runnable entry ahead of its evaluation, on a pool of CPU threads per device
@@ -82,7 +86,6 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
   json entries = json::array();
   int mismatches = 0, skipped = 0, honest_rejected = 0, cheats_passed = 0, gaps = 0;
   size_t n = manifest.size(), i = 0;
-  std::map<std::string, std::unique_ptr<ReferenceHost>> hosts;
   for (const auto& e : manifest) {
     ++i;
     std::string device = e.value("device", "cpu");
@@ -105,10 +108,9 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     Pair pair;
     pair.problem_path = root / e.value("problem", "");
     pair.solution_path = root / e.value("solution", "");
-    auto& host = hosts[device];
-    if (!host) host = std::make_unique<ReferenceHost>();
+    ReferenceHost& host = *hosts[device];
     BuildResult built = queues[device]->get(taken[device]++);
-    json record = evaluate_pair(pair, o, *envs[device], *host, &built);
+    json record = evaluate_pair(pair, o, *envs[device], host, &built);
     std::string got = record.value("verdict", "");
     if (got == "interrupted") break;
     row["got"] = got;
