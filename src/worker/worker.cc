@@ -197,6 +197,22 @@ struct Worker {
   std::vector<at::Tensor> shared_inputs;     // what the candidate sees (views on shared buffers)
   std::vector<int> shared_input_positions;   // argument index of each shared input
 
+  // One forward call of the loaded model, without autograd, until the device is idle. A Python
+  // exception becomes a WorkerError of `kind`.
+  py::object forward(const std::vector<py::object>& args, const char* kind, const char* context, double& seconds) {
+    auto t0 = std::chrono::steady_clock::now();
+    py::object out;
+    try {
+      at::NoGradGuard no_grad;
+      out = model(*py::tuple(py::cast(args)));
+      sync_device(device);
+    } catch (py::error_already_set& e) {
+      throw python_error(kind, context, e);
+    }
+    seconds = seconds_since(t0);
+    return out;
+  }
+
   json hello() {
     py::module_ torch = py::module_::import("torch");
     py::module_ sys = py::module_::import("sys");
@@ -360,16 +376,8 @@ _ext.load_inline = _guarded
         ref_args.push_back(item);
       }
     }
-    auto t0 = std::chrono::steady_clock::now();
-    py::object out;
-    try {
-      at::NoGradGuard no_grad;
-      out = model(*py::tuple(py::cast(ref_args)));
-      sync_device(device);
-    } catch (py::error_already_set& e) {
-      throw python_error("problem_error", "the reference Model's forward failed", e);
-    }
-    double ref_seconds = seconds_since(t0);
+    double ref_seconds = 0;
+    py::object out = forward(ref_args, "problem_error", "the reference Model's forward failed", ref_seconds);
     Outputs outputs = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
     if (!outputs.plain) throw WorkerError{"problem_error", "the reference " + outputs.reason, ""};
     for (auto& t : outputs.tensors) expected.push_back(t.detach());
@@ -469,16 +477,8 @@ _ext.load_inline = _guarded
     release();
     std::vector<py::object> args;
     for (const auto& a : request.at("args")) args.push_back(from_wire(a, transfers, device));
-    py::object out;
-    auto t0 = std::chrono::steady_clock::now();
-    try {
-      at::NoGradGuard no_grad;
-      out = model(*py::tuple(py::cast(args)));
-      sync_device(device);
-    } catch (py::error_already_set& e) {
-      throw python_error("runtime_error", "ModelNew.forward raised", e);
-    }
-    double seconds = seconds_since(t0);
+    double seconds = 0;
+    py::object out = forward(args, "runtime_error", "ModelNew.forward raised", seconds);
     Outputs outputs = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
     if (!outputs.plain) throw WorkerError{"rejected", outputs.reason, ""};
     json handles = json::array();
