@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -513,7 +514,14 @@ int evaluate_run(const RunOptions& opt) {
   for (const auto& p : dataset.problems) problems[{p.level, p.id}] = &p;
 
   std::vector<std::unique_ptr<Job>> jobs;
-  std::vector<json> immediate;  // records decided without any worker (missing problem, unreadable file)
+  // The latest record per (level, problem, sample) of this protocol: loaded once, kept current
+  // here, so each new record rewrites only its own level's file without rereading the store.
+  std::map<std::tuple<int, int, int>, json> latest;
+  for (auto& r : store->latest(phash)) {
+    std::tuple<int, int, int> key{r.value("level", 0), r.value("problem_id", 0), r.value("sample_id", 0)};
+    latest[key] = std::move(r);
+  }
+  std::set<int> changed_levels;  // levels with a record decided without any worker
   int skipped = 0;
   std::set<int> levels;
   for (const auto& s : run.samples) {
@@ -536,8 +544,10 @@ int evaluate_run(const RunOptions& opt) {
                   fmt::format("{}: no problem with id {} in level {} under {}", s.path.string(), s.problem_id,
                               s.level, opt.problems_dir.string()));
       r["metadata"]["problem_error"] = r["message"];
-      store->put(job->key, r);
-      immediate.push_back(r);
+      std::string e = store->put(job->key, r);
+      if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
+      latest[{s.level, s.problem_id, s.sample_id}] = r;
+      changed_levels.insert(s.level);
       continue;
     }
     job->pair.problem_path = it->second->path;
@@ -551,18 +561,15 @@ int evaluate_run(const RunOptions& opt) {
   std::mutex mu;  // store, output files, counters
   std::atomic<size_t> next_eval{0};
   size_t done = 0, correct = 0;
-  auto write_results = [&]() {
-    std::vector<json> all = store->latest(phash);
-    for (int level : levels) {
-      std::vector<json> mine;
-      for (auto& r : all)
-        if (r.value("level", 0) == level) mine.push_back(r);
-      std::string e = write_file_atomic(opt.run_dir / level_file_name(level, levels.size() > 1),
-                                        kernelbench_eval_results(mine).dump(2));
-      if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
-    }
+  auto write_level = [&](int level) {
+    std::vector<json> mine;
+    for (const auto& [key, r] : latest)
+      if (std::get<0>(key) == level) mine.push_back(r);
+    std::string e = write_file_atomic(opt.run_dir / level_file_name(level, levels.size() > 1),
+                                      kernelbench_eval_results(mine).dump(2));
+    if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
   };
-  if (!immediate.empty()) write_results();
+  for (int level : changed_levels) write_level(level);
 
   // Builds run on CPU threads ahead of the evaluations.
   std::vector<BuildQueue::Item> items;
@@ -585,7 +592,8 @@ int evaluate_run(const RunOptions& opt) {
         std::lock_guard<std::mutex> lock(mu);
         std::string e = store->put(job.key, record);
         if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
-        write_results();
+        latest[{job.pair.level, job.pair.problem_id, job.pair.sample_id}] = record;
+        write_level(job.pair.level);
         ++done;
         if (record["verdict"] == "correct") ++correct;
         std::fprintf(stderr, "[%zu/%zu] level %d problem %d sample %d: %s (%.1f s)%s%s\n", done, total,
@@ -597,7 +605,7 @@ int evaluate_run(const RunOptions& opt) {
       }
     });
   for (auto& t : threads) t.join();
-  write_results();
+  for (int level : levels) write_level(level);
   if (interrupted()) {
     std::fprintf(stderr, "kbv: interrupted: %zu of %zu evaluated and stored (%zu correct); run again to resume\n",
                  done, total, correct);
