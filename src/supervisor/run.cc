@@ -388,7 +388,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
                                                                                             : seeds.next();
       json entry = {{"trial", trial}, {"distribution", d.name}, {"scale", d.scale}};
       if (p.seed || p.name == "kernelbench") entry["seed"] = seed;
-      Reply in = ref->call({{"op", "inputs"}, {"seed", seed}, {"scale", d.scale}}, ms(options.timeouts.reference_s));
+      Reply in = ref->call({{"op", "inputs"}, {"seed", seed}, {"scale", d.scale}, {"input_draw", p.input_draw}}, ms(options.timeouts.reference_s));
       if (in.status != Reply::Status::ok) {
         json f = reply_failure(in, "problem_error");
         std::string msg = fmt::format("{}: the reference failed on trial {} {} (x{}): {}",

@@ -16,7 +16,8 @@ nlohmann::json Protocol::to_json() const {
                       {"rtol", rtol},
                       {"rel_l2", use_rel_l2 ? nlohmann::json(rel_l2) : nlohmann::json(nullptr)},
                       {"reference_precision", reference_precision},
-                      {"construction_seed", construction_seed}};
+                      {"construction_seed", construction_seed},
+                      {"input_draw", input_draw}};
   if (name == "kernelbench")
     j["seed_policy"] = "kernelbench (trial seeds drawn from seed 42)";
   else
@@ -32,6 +33,7 @@ Protocol kernelbench_protocol() {
   p.distributions = {{"D1", 1.0}};
   p.atol = p.rtol = 1e-2;
   p.use_rel_l2 = false;
+  p.input_draw = "host";
   return p;
 }
 

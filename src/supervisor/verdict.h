@@ -25,6 +25,9 @@ struct Protocol {
   std::optional<uint64_t> seed;             // fixed master seed (--seed); none: secret seeds from the OS
   std::string reference_precision = "fp32-strict";  // TF32 off for the correctness reference
   int construction_seed = 42;               // KernelBench: before get_init_inputs, Model, ModelNew
+  // Where get_inputs() draws on a GPU run: "device" (kbv: torch.rand runs on the GPU, seconds
+  // faster for multi-GiB inputs) or "host" (upstream: drawn on the CPU, then copied).
+  std::string input_draw = "device";
 
   nlohmann::json to_json() const;
 };

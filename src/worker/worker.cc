@@ -349,7 +349,20 @@ _ext.load_inline = _guarded
     py::list raw;
     try {
       torch::manual_seed(seed);
-      raw = module.attr("get_inputs")();
+      if (device == "cuda" && request.value("input_draw", "host") == "device") {
+        // torch.rand & co. inside get_inputs() allocate on the GPU: no host draw, no copy.
+        py::object ctx = py::module_::import("torch").attr("device")("cuda");
+        ctx.attr("__enter__")();
+        try {
+          raw = module.attr("get_inputs")();
+        } catch (...) {
+          ctx.attr("__exit__")(py::none(), py::none(), py::none());
+          throw;
+        }
+        ctx.attr("__exit__")(py::none(), py::none(), py::none());
+      } else {
+        raw = module.attr("get_inputs")();
+      }
     } catch (py::error_already_set& e) {
       throw python_error("problem_error", "get_inputs() failed", e);
     }
