@@ -15,12 +15,12 @@ python=${KBV_PYTHON:-/opt/torch/.venv/bin/python3}
 build=$root/build-gpu
 {
   date -u; nvidia-smi -L; nvcc --version | tail -1; "$python" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0))'
-  ls /usr/include/sqlite3.h /usr/include/openssl/evp.h /usr/include/nlohmann/json.hpp /usr/include/CLI/CLI.hpp /usr/include/fmt/format.h /usr/include/gtest/gtest.h 2>&1
+  ls /usr/include/sqlite3.h /usr/include/openssl/evp.h /usr/include/x86_64-linux-gnu/curl/curl.h /usr/lib/x86_64-linux-gnu/libcurl.so* /usr/include/nlohmann/json.hpp /usr/include/CLI/CLI.hpp /usr/include/fmt/format.h /usr/include/gtest/gtest.h 2>&1
   ls /usr/lib/x86_64-linux-gnu/libgtest* /usr/lib/x86_64-linux-gnu/cmake/GTest 2>&1 | head -5
 } > "$out/env.txt" 2>&1
 # Link names for the libraries whose -dev packages are missing here.
 mkdir -p .deps/usr/lib
-for lib in libsqlite3.so.0:libsqlite3.so libcrypto.so.3:libcrypto.so; do
+for lib in libsqlite3.so.0:libsqlite3.so libcrypto.so.3:libcrypto.so libcurl.so.4:libcurl.so; do
   src=/usr/lib/x86_64-linux-gnu/${lib%%:*}
   [[ -e /usr/lib/x86_64-linux-gnu/${lib##*:} ]] || ln -sf "$src" ".deps/usr/lib/${lib##*:}"
 done

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/generate_command.h"
 #include "problem/problem.h"
 #include "supervisor/run.h"
 #include "supervisor/selftest.h"
@@ -251,6 +252,8 @@ int main(int argc, char** argv) {
   selftest->add_option("--build-jobs", self_jobs, "candidates compiled at once")->capture_default_str();
   self_flags.add(selftest);
 
+  auto generate = kbv::cli::add_generate_command(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -287,6 +290,7 @@ int main(int argc, char** argv) {
     }
     return kbv::evaluate_run(ro);
   }
+  if (*generate->app) return generate->run();
   if (*build) return build_one(build_flags, build_solution);
   if (*selftest) {
     kbv::SelftestOptions so;

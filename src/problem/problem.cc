@@ -174,8 +174,12 @@ struct RunFileName {
   int level = 0;
   int problem = 0;
   int sample = 0;
-  int rank = 0;  // preference among forms of one sample: 0 .py, 1 .md, 2 .txt
+  int rank = 0;  // preference among forms of one sample: 0 .py, 1 .md, 2 .txt, 3 _response.md
 };
+
+// The raw answer `kbv generate` keeps beside the extracted code: used only when no kernel file
+// of that sample exists (the answer had no code block), and then it fails with that message.
+constexpr int kResponseRank = 3;
 
 // "level_1_problem_26_sample_0_kernel.py" -> {1, 26, 0, .py}.
 std::optional<RunFileName> parse_run_file_name(std::string_view name) {
@@ -184,8 +188,11 @@ std::optional<RunFileName> parse_run_file_name(std::string_view name) {
   if (!eat(name, "level_") || !(level = eat_number(name))) return std::nullopt;
   if (!eat(name, "_problem_") || !(problem = eat_number(name))) return std::nullopt;
   if (!eat(name, "_sample_") || !(sample = eat_number(name))) return std::nullopt;
-  if (!eat(name, "_kernel")) return std::nullopt;
-  if (name == ".py")
+  if (name == "_response.md")
+    out.rank = kResponseRank;
+  else if (!eat(name, "_kernel"))
+    return std::nullopt;
+  else if (name == ".py")
     out.rank = 0;
   else if (name == ".md")
     out.rank = 1;
@@ -371,12 +378,15 @@ RunDiscovery discover_run(const fs::path& run_dir, std::optional<int> level) {
       continue;
     }
     auto& [rank, kept] = found->second;
+    // A generated sample's raw answer beside its code is the expected layout: no warning.
+    bool raw_beside_code = (name->rank == kResponseRank) != (rank == kResponseRank);
     fs::path dropped = path;
     if (name->rank < rank) {
       dropped = kept;
       kept = path;
       rank = name->rank;
     }
+    if (raw_beside_code) continue;
     out.warnings.push_back(kept.filename().string() + " and " + dropped.filename().string() +
                            " are the same sample; using " + kept.filename().string());
   }

@@ -43,7 +43,9 @@ struct RunDiscovery {
 };
 
 // Files named level_<L>_problem_<P>_sample_<S>_kernel.py directly in run_dir (also accepts the
-// .md/.txt raw-answer forms with the same stem). Only `level` when given.
+// .md/.txt raw-answer forms with the same stem). A sample with only the raw answer that
+// `kbv generate` keeps, level_<L>_problem_<P>_sample_<S>_response.md, is that file: its answer
+// had no code block, and evaluating it says so. Only `level` when given.
 RunDiscovery discover_run(const std::filesystem::path& run_dir, std::optional<int> level = std::nullopt);
 
 // The id of a KernelBench problem file: the digits before the first '_'. "26_GELU_.py" -> 26.

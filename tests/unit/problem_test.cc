@@ -291,6 +291,29 @@ TEST_F(ProblemTest, RunFolderPrefersPyOverRawAnswerAndWarns) {
       << r.warnings[0];
 }
 
+// `kbv generate` keeps the raw answer beside the extracted code; a sample whose answer had no
+// code block has only the raw answer, which then stands for the sample (and fails to load).
+TEST_F(ProblemTest, RunFolderUsesGeneratedRawAnswerOnlyWhenNoKernelFile) {
+  write("level_1_problem_1_sample_0_kernel.py");
+  write("level_1_problem_1_sample_0_response.md", "```python\nx = 1\n```\n");
+  write("level_1_problem_1_sample_1_response.md", "I cannot help with that.\n");
+  write("level_1_problem_1_sample_1_response.json", "{}");
+  write("level_1_problem_1_sample_2_response.txt", "ignored\n");
+
+  RunDiscovery r = discover_run(dir_);
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_EQ(r.samples[0].path, dir_ / "level_1_problem_1_sample_0_kernel.py");
+  EXPECT_EQ(r.samples[1].sample_id, 1);
+  EXPECT_EQ(r.samples[1].path, dir_ / "level_1_problem_1_sample_1_response.md");
+  EXPECT_TRUE(r.warnings.empty()) << ::testing::PrintToString(r.warnings);
+
+  SolutionSource s = load_solution(r.samples[1].path);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.error.find("level_1_problem_1_sample_1_response.md: no fenced code block"), std::string::npos)
+      << s.error;
+}
+
 TEST_F(ProblemTest, RunFolderLevelFilter) {
   write("level_1_problem_1_sample_0_kernel.py");
   write("level_2_problem_1_sample_0_kernel.py");

@@ -1,0 +1,368 @@
+#include "generate/generate.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "problem/problem.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/interrupt.h"
+
+namespace kbv {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct ProblemPrompt {
+  const ProblemRef* problem = nullptr;
+  std::string source_hash;
+  Prompt prompt;
+  std::string prompt_file;  // relative to the run folder
+};
+
+struct Task {
+  const ProblemPrompt* problem = nullptr;
+  int sample = 0;
+};
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// 1234 -> "1,234"; 123456 -> "123k"; for progress lines.
+std::string tokens_text(long long n) {
+  if (n >= 10'000'000) return fmt::format("{:.1f}M", n / 1e6);
+  if (n >= 100'000) return fmt::format("{}k", n / 1000);
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+long long usage_count(const json& usage, const char* openai_name, const char* other_name) {
+  if (!usage.is_object()) return -1;
+  for (const char* name : {openai_name, other_name})
+    if (usage.contains(name) && usage[name].is_number_integer()) return usage[name].get<long long>();
+  return -1;
+}
+
+bool kernel_file_exists(const fs::path& run_dir, const std::string& stem) {
+  std::error_code ec;
+  for (const char* ext : {".py", ".md", ".txt"})
+    if (fs::exists(run_dir / (stem + "_kernel" + ext), ec)) return true;
+  return false;
+}
+
+// The sidecar of a sample, or an empty object when it is missing or unreadable.
+json read_sidecar(const fs::path& path) {
+  FileText t = read_file(path);
+  json j = t.ok ? json::parse(t.text, nullptr, false) : json();
+  return j.is_object() ? j : json::object();
+}
+
+// Totals shown on the progress line and at the end.
+struct Tally {
+  size_t done = 0, total = 0, ok = 0, no_code = 0, failed = 0;
+  long long prompt_tokens = 0, completion_tokens = 0;
+  double cost = 0;
+  bool cost_known = false;
+
+  std::string so_far() const {
+    std::string s = fmt::format("{} prompt + {} completion tokens", tokens_text(prompt_tokens),
+                                tokens_text(completion_tokens));
+    if (cost_known) s += fmt::format(", ${:.2f}", cost);
+    return s;
+  }
+};
+
+}  // namespace
+
+std::string sample_stem(int level, int problem_id, int sample_id) {
+  return fmt::format("level_{}_problem_{}_sample_{}", level, problem_id, sample_id);
+}
+
+int generate_run(const GenerateOptions& o) {
+  if (o.samples < 1 || o.concurrency < 1) {
+    std::fprintf(stderr, "kbv generate: --samples and --concurrency must be at least 1\n");
+    return 2;
+  }
+  if (o.model.empty()) {
+    std::fprintf(stderr, "kbv generate: --model is required (the name the endpoint knows the model by)\n");
+    return 2;
+  }
+  std::string error;
+  EndpointOptions http = o.http;
+  http.url = chat_completions_url(o.endpoint, error);
+  if (http.url.empty()) {
+    std::fprintf(stderr, "kbv generate: %s\n", error.c_str());
+    return 2;
+  }
+  const std::string host = url_host(http.url);
+  Discovery dataset = discover_dataset(o.problems_dir, o.level);
+  if (!dataset.error.empty()) {
+    std::fprintf(stderr, "kbv generate: %s\n", dataset.error.c_str());
+    return 2;
+  }
+  for (const auto& w : dataset.warnings) std::fprintf(stderr, "kbv generate: warning: %s\n", w.c_str());
+  std::optional<PromptTemplates> templates = load_prompt_templates(o.prompt, error);
+  if (!templates) {
+    std::fprintf(stderr, "kbv generate: %s\n", error.c_str());
+    return 2;
+  }
+  if (!o.dry_run) {
+    std::error_code ec;
+    fs::create_directories(o.run_dir / "prompts", ec);
+    if (ec) {
+      std::fprintf(stderr, "kbv generate: cannot create %s: %s\n", (o.run_dir / "prompts").c_str(),
+                   ec.message().c_str());
+      return 2;
+    }
+  }
+
+  // Prompts, and the samples still missing.
+  std::vector<std::unique_ptr<ProblemPrompt>> prompts;
+  std::vector<Task> tasks;
+  size_t already = 0, bad_problems = 0;
+  std::map<std::string, size_t> other_models;  // model -> samples of it already in the run
+  for (const ProblemRef& p : dataset.problems) {
+    std::vector<int> missing;
+    for (int s = 0; s < o.samples; ++s) {
+      std::string stem = sample_stem(p.level, p.id, s);
+      json sidecar = read_sidecar(o.run_dir / (stem + "_response.json"));
+      bool no_code = sidecar.value("status", "") == "no_code_block";
+      bool done = no_code || kernel_file_exists(o.run_dir, stem);
+      if (!done) {
+        missing.push_back(s);
+        continue;
+      }
+      ++already;
+      std::string model = sidecar.value("model", "");
+      if (!model.empty() && model != o.model) ++other_models[model];
+    }
+    if (missing.empty()) continue;
+    auto pp = std::make_unique<ProblemPrompt>();
+    pp->problem = &p;
+    FileText source = read_file(p.path);
+    std::optional<Prompt> prompt;
+    if (source.ok) prompt = render_prompt(*templates, source.text, error);
+    if (!source.ok || !prompt) {
+      std::fprintf(stderr, "kbv generate: level %d problem %d: %s; its %zu sample(s) are not generated\n", p.level,
+                   p.id, source.ok ? error.c_str() : source.error.c_str(), missing.size());
+      ++bad_problems;
+      continue;
+    }
+    pp->source_hash = sha256_hex(source.text);
+    pp->prompt = std::move(*prompt);
+    pp->prompt_file = fmt::format("prompts/level_{}_problem_{}_{}.md", p.level, p.id, pp->prompt.hash.substr(0, 12));
+    if (!o.dry_run && !fs::exists(o.run_dir / pp->prompt_file)) {
+      std::string e = write_file_atomic(o.run_dir / pp->prompt_file, pp->prompt.text);
+      if (!e.empty()) {
+        std::fprintf(stderr, "kbv generate: %s\n", e.c_str());
+        return 2;
+      }
+    }
+    for (int s : missing) tasks.push_back(Task{pp.get(), s});
+    prompts.push_back(std::move(pp));
+  }
+  for (const auto& [model, n] : other_models)
+    std::fprintf(stderr, "kbv generate: warning: %s already holds %zu sample(s) from model %s; new ones come from %s\n",
+                 o.run_dir.c_str(), n, model.c_str(), o.model.c_str());
+
+  std::string api_key;
+  if (const char* k = std::getenv(o.api_key_env.c_str()); k && *k) api_key = k;
+  std::fprintf(stderr, "kbv generate: %zu sample(s) to generate with %s at %s (%s prompt, %s%s%s), %zu already in %s\n",
+               tasks.size(), o.model.c_str(), host.c_str(), o.prompt.variant.c_str(), o.prompt.precision.c_str(),
+               o.prompt.hardware.empty() ? "" : ", hardware ", o.prompt.hardware.c_str(), already, o.run_dir.c_str());
+  if (api_key.empty() && !tasks.empty())
+    std::fprintf(stderr, "kbv generate: no API key: $%s is not set, so requests carry no Authorization header\n",
+                 o.api_key_env.c_str());
+  if (o.dry_run) {
+    if (!prompts.empty()) {
+      std::fprintf(stderr, "kbv generate: dry run; the prompt for level %d problem %d follows, nothing was sent\n",
+                   prompts.front()->problem->level, prompts.front()->problem->id);
+      std::fwrite(prompts.front()->prompt.text.data(), 1, prompts.front()->prompt.text.size(), stdout);
+    }
+    return bad_problems ? 1 : 0;
+  }
+  if (tasks.empty()) return bad_problems ? 1 : 0;
+
+  if (std::string e = init_http(); !e.empty()) {
+    std::fprintf(stderr, "kbv generate: %s\n", e.c_str());
+    return 2;
+  }
+  http.api_key = api_key;
+
+  std::mutex mu;  // tally and stderr
+  Tally tally;
+  tally.total = tasks.size();
+  std::atomic<size_t> next{0};
+  std::string write_error;
+  auto worker = [&]() {
+    for (;;) {
+      size_t i = next++;
+      if (i >= tasks.size() || interrupted()) return;
+      const Task& task = tasks[i];
+      const ProblemRef& p = *task.problem->problem;
+      const std::string stem = sample_stem(p.level, p.id, task.sample);
+
+      json messages = json::array();
+      if (auto sys = templates->files.find("system.md"); sys != templates->files.end() && !sys->second.empty())
+        messages.push_back({{"role", "system"}, {"content", sys->second}});
+      messages.push_back({{"role", "user"}, {"content", task.problem->prompt.text}});
+      json body = {{"model", o.model}, {"messages", messages}};
+      if (o.temperature) body["temperature"] = *o.temperature;
+      if (o.max_tokens) body["max_tokens"] = *o.max_tokens;
+      if (!o.reasoning_effort.empty()) body["reasoning_effort"] = o.reasoning_effort;
+      body.update(o.extra_body);
+
+      ChatResult r = chat_completion(http, body);
+      if (r.interrupted) return;
+
+      json side = {{"kbv_version", KBV_VERSION},
+                   {"status", ""},
+                   {"level", p.level},
+                   {"problem_id", p.id},
+                   {"sample_id", task.sample},
+                   {"problem", p.path.string()},
+                   {"problem_hash", task.problem->source_hash},
+                   {"model", o.model},
+                   {"endpoint_host", host},
+                   {"prompt",
+                    {{"variant", o.prompt.variant},
+                     {"precision", o.prompt.precision},
+                     {"hardware", o.prompt.hardware},
+                     {"input_blind", task.problem->prompt.input_blind},
+                     {"template_hash", templates->hash},
+                     {"prompt_hash", task.problem->prompt.hash},
+                     {"file", task.problem->prompt_file}}},
+                   {"request", json::object()},
+                   {"attempts", r.attempts},
+                   {"attempt_errors", r.attempt_errors},
+                   {"latency_s", r.latency_s},
+                   {"total_s", r.total_s},
+                   {"generated_at", utc_now()}};
+      for (const char* key : {"temperature", "max_tokens", "reasoning_effort"})
+        if (body.contains(key)) side["request"][key] = body[key];
+      for (const auto& [key, value] : o.extra_body.items()) side["request"][key] = value;
+
+      std::string outcome, e;
+      long long in_tokens = -1, out_tokens = -1;
+      std::optional<double> cost;
+      if (!r.ok) {
+        side["status"] = "request_failed";
+        side["error"] = r.error;
+        side["http_status"] = r.http_status;
+        outcome = "request failed: " + r.error;
+        e = write_file_atomic(o.run_dir / (stem + "_response.json"), side.dump(2) + "\n");
+      } else {
+        std::string answer = r.reasoning.empty() ? r.content : "<think>\n" + r.reasoning + "\n</think>\n\n" + r.content;
+        Extraction x = extract_code(answer);
+        bool has_code = x.found && !x.code.empty();
+        in_tokens = usage_count(r.usage, "prompt_tokens", "input_tokens");
+        out_tokens = usage_count(r.usage, "completion_tokens", "output_tokens");
+        cost = r.cost_usd;
+        std::string cost_source = cost ? "endpoint" : "";
+        if (!cost && o.price_input && o.price_output && in_tokens >= 0 && out_tokens >= 0) {
+          cost = (in_tokens * *o.price_input + out_tokens * *o.price_output) / 1e6;
+          cost_source = "--price-input/--price-output";
+        }
+        side["status"] = has_code ? "ok" : "no_code_block";
+        side["finish_reason"] = r.finish_reason;
+        side["usage"] = r.usage;
+        side["prompt_tokens"] = in_tokens >= 0 ? json(in_tokens) : json();
+        side["completion_tokens"] = out_tokens >= 0 ? json(out_tokens) : json();
+        side["cost_usd"] = cost ? json(*cost) : json();
+        side["cost_source"] = cost_source;
+        side["response_id"] = r.response.value("id", "");
+        side["response_model"] = r.response.value("model", "");
+        side["reasoning_separate"] = !r.reasoning.empty();
+        side["extraction"] = {{"block_index", x.block_index},
+                              {"block_count", x.block_count},
+                              {"language_tag", x.language_tag},
+                              {"first_line", x.first_line},
+                              {"skipped_in_reasoning", x.skipped_in_reasoning}};
+        side["files"] = {{"response", stem + "_response.md"}};
+        if (has_code) {
+          side["files"]["kernel"] = stem + "_kernel.py";
+          outcome = fmt::format("ok, code from block {} of {}", x.block_index + 1, x.block_count);
+        } else {
+          side["error"] = x.found ? "the first code block is empty" : "no fenced code block in the answer";
+          if (x.skipped_in_reasoning > 0)
+            side["error"] = side["error"].get<std::string>() +
+                            fmt::format(" ({} inside the reasoning section, not used)", x.skipped_in_reasoning);
+          outcome = side["error"].get<std::string>();
+          if (r.finish_reason == "length") outcome += " (the answer hit the token limit)";
+        }
+        outcome += fmt::format(", {:.1f} s", r.latency_s);
+        if (r.attempts > 1) outcome += fmt::format(", {} attempts", r.attempts);
+        // The raw answer first, then the sidecar, then the code: the kernel file (or a
+        // no_code_block sidecar) marks the sample done, so a kill never leaves a sample that
+        // looks done without its answer.
+        e = write_file_atomic(o.run_dir / (stem + "_response.md"), answer);
+        if (e.empty()) e = write_file_atomic(o.run_dir / (stem + "_response.json"), side.dump(2) + "\n");
+        if (e.empty() && has_code) e = write_file_atomic(o.run_dir / (stem + "_kernel.py"), x.code);
+      }
+
+      std::lock_guard<std::mutex> lock(mu);
+      ++tally.done;
+      if (!e.empty()) {
+        ++tally.failed;
+        if (write_error.empty()) write_error = e;
+        outcome = "not saved: " + e;
+      } else if (!r.ok) {
+        ++tally.failed;
+      } else if (side["status"] == "ok") {
+        ++tally.ok;
+      } else {
+        ++tally.no_code;
+      }
+      if (in_tokens > 0) tally.prompt_tokens += in_tokens;
+      if (out_tokens > 0) tally.completion_tokens += out_tokens;
+      if (cost) {
+        tally.cost += *cost;
+        tally.cost_known = true;
+      }
+      std::fprintf(stderr, "[%zu/%zu] level %d problem %d sample %d: %s | %s\n", tally.done, tally.total, p.level,
+                   p.id, task.sample, outcome.c_str(), tally.so_far().c_str());
+    }
+  };
+  std::vector<std::thread> threads;
+  size_t n_threads = std::min<size_t>(static_cast<size_t>(o.concurrency), tasks.size());
+  for (size_t t = 0; t < n_threads; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+
+  std::string summary = fmt::format("{} sample(s) written", tally.ok + tally.no_code);
+  if (tally.no_code) summary += fmt::format(", {} of them without a code block (they count as failed)", tally.no_code);
+  if (tally.failed) summary += fmt::format(", {} failed (run again to retry them)", tally.failed);
+  summary += "; " + tally.so_far();
+  if (interrupted()) {
+    std::fprintf(stderr, "kbv generate: interrupted: %s; %zu not started or abandoned; run again to resume\n",
+                 summary.c_str(), tally.total - tally.done);
+    return 130;
+  }
+  std::fprintf(stderr, "kbv generate: %s; in %s\n", summary.c_str(), o.run_dir.c_str());
+  if (!write_error.empty()) return 2;
+  return tally.failed || bad_problems ? 1 : 0;
+}
+
+}  // namespace kbv

@@ -1,0 +1,48 @@
+// `kbv generate`: a KernelBench run folder made by prompting a model on every problem of a
+// dataset, resumable and idempotent. Per sample it writes
+//   level_L_problem_P_sample_S_kernel.py    the extracted code (KernelBench's layout), if any
+//   level_L_problem_P_sample_S_response.md  the model's raw answer (reasoning in <think> tags)
+//   level_L_problem_P_sample_S_response.json  what was asked and answered: status, model,
+//                                           prompt, usage, cost, latency, attempts
+// and each prompt sent under prompts/. A sample is done when its kernel file exists or its
+// sidecar says no_code_block; a re-run fills the others.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "generate/client.h"
+#include "generate/prompt.h"
+
+namespace kbv {
+
+struct GenerateOptions {
+  std::filesystem::path problems_dir;
+  std::filesystem::path run_dir;
+  std::optional<int> level;
+  int samples = 5;
+  std::string model;
+  std::string endpoint = "https://api.openai.com/v1";
+  std::string api_key_env = "OPENAI_API_KEY";   // the variable's name; its value is never stored
+  std::optional<double> temperature;             // not sent when unset (the endpoint's default)
+  std::optional<int> max_tokens;
+  std::string reasoning_effort;                  // sent as reasoning_effort when set
+  nlohmann::json extra_body = nlohmann::json::object();  // merged into each request body
+  int concurrency = 4;
+  EndpointOptions http;                          // timeout, retries, backoff (url and key set here)
+  PromptOptions prompt;
+  std::optional<double> price_input;             // USD per million prompt tokens
+  std::optional<double> price_output;            // USD per million completion tokens
+  bool dry_run = false;                          // print the first prompt and the plan; send nothing
+};
+
+// Returns the process exit code: 0 every sample done, 1 some requests failed (re-run to retry),
+// 2 bad input (dataset, templates, endpoint), 130 interrupted.
+int generate_run(const GenerateOptions& options);
+
+// The file names of one sample, relative to the run folder.
+std::string sample_stem(int level, int problem_id, int sample_id);
+
+}  // namespace kbv
