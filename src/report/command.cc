@@ -43,9 +43,10 @@ std::optional<int> level_for(const UpstreamFile& f, std::optional<int> level, co
   if (f.level) return f.level;
   if (level) return level;
   if (auto l = infer_run_level(dir)) return l;
-  error = fmt::format("{}: cannot tell its level (eval_results.json does not record it, and the folder has no "
-                      "level_L_problem_P_sample_S_kernel.py files of a single level); pass --level L",
-                      f.eval_file.string());
+  error = fmt::format(
+      "{}: cannot tell its level (eval_results.json does not record it, and the folder has no "
+      "level_L_problem_P_sample_S_kernel.py files of a single level); pass --level L",
+      f.eval_file.string());
   return std::nullopt;
 }
 
@@ -119,9 +120,10 @@ std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, s
       for (auto& [key, record] : by_slot) run.records.push_back(std::move(record));
       run.notes.push_back(fmt::format("{} record(s) from {}", run.records.size(), db.string()));
       if (hashes[protocol].size() > 1)
-        run.notes.push_back(fmt::format("the store holds results of {} variants of protocol {} (knobs, torch version "
-                                        "or device differ); the newest record of each sample is used",
-                                        hashes[protocol].size(), protocol));
+        run.notes.push_back(
+            fmt::format("the store holds results of {} variants of protocol {} (knobs, torch version "
+                        "or device differ); the newest record of each sample is used",
+                        hashes[protocol].size(), protocol));
       out.push_back(std::move(run));
     }
     return out;
@@ -129,9 +131,10 @@ std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, s
 
   std::vector<UpstreamFile> files = find_upstream_files(dir);
   if (files.empty()) {
-    error = fmt::format("{}: no kbv.sqlite and no eval_results.json: nothing to report (evaluate with "
-                        "`kbv eval --problems DIR --run {}`, or point at a KernelBench run folder)",
-                        dir.string(), dir.string());
+    error = fmt::format(
+        "{}: no kbv.sqlite and no eval_results.json: nothing to report (evaluate with "
+        "`kbv eval --problems DIR --run {}`, or point at a KernelBench run folder)",
+        dir.string(), dir.string());
     return {};
   }
   LoadedRun run;
@@ -147,10 +150,11 @@ std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, s
       return {};
     }
     warnings.insert(warnings.end(), read.warnings.begin(), read.warnings.end());
-    run.notes.push_back(fmt::format("{} record(s) read from {} ({} format, level {}{}) without storing them; "
-                                    "`kbv import` stores them",
-                                    read.records.size(), f.eval_file.string(), read.format, *l,
-                                    f.hidden_file ? ", hidden results from " + f.hidden_file->string() : ""));
+    run.notes.push_back(
+        fmt::format("{} record(s) read from {} ({} format, level {}{}) without storing them; "
+                    "`kbv import` stores them",
+                    read.records.size(), f.eval_file.string(), read.format, *l,
+                    f.hidden_file ? ", hidden results from " + f.hidden_file->string() : ""));
     for (auto& r : read.records) run.records.push_back(std::move(r));
   }
   return {std::move(run)};
@@ -215,10 +219,14 @@ int report_command(const ReportOptions& options) {
   }
 
   std::string text;
-  if (format == "md") text = render_markdown(input);
-  else if (format == "html") text = render_html(input);
-  else if (format == "csv") text = render_csv(input);
-  else text = render_json(input).dump(2) + "\n";
+  if (format == "md")
+    text = render_markdown(input);
+  else if (format == "html")
+    text = render_html(input);
+  else if (format == "csv")
+    text = render_csv(input);
+  else
+    text = render_json(input).dump(2) + "\n";
   std::string e = write_output(options.out, text);
   if (!e.empty()) {
     std::fprintf(stderr, "kbv report: %s\n", e.c_str());
@@ -278,8 +286,8 @@ int import_command(const ImportOptions& options) {
     for (const auto& w : read.warnings) std::fprintf(stderr, "kbv import: warning: %s\n", w.c_str());
     FileText eval_text = read_file(f.eval_file);
     FileText hidden_text = f.hidden_file ? read_file(*f.hidden_file) : FileText{};
-    const std::string phash = sha256_hex_parts({kImportProtocol, read.format, sha256_hex(eval_text.text),
-                                                sha256_hex(hidden_text.text), baseline_hashes});
+    const std::string phash = sha256_hex_parts(
+        {kImportProtocol, read.format, sha256_hex(eval_text.text), sha256_hex(hidden_text.text), baseline_hashes});
     std::map<std::string, int> applied;
     for (auto& r : read.records) {
       for (const auto& b : baselines) applied[b.name] += apply_baseline(r, b) ? 1 : 0;
@@ -326,7 +334,8 @@ int export_command(const ExportOptions& options) {
   for (const auto& r : runs)
     if (r.protocol == "kbv") run = &r;
   if (runs.size() > 1)
-    std::fprintf(stderr, "kbv export: the store holds %zu protocols; exporting %s\n", runs.size(), run->protocol.c_str());
+    std::fprintf(stderr, "kbv export: the store holds %zu protocols; exporting %s\n", runs.size(),
+                 run->protocol.c_str());
   const fs::path to = options.to.value_or(options.run / ("export-" + options.format));
   fs::create_directories(to, ec);
   std::map<int, std::vector<json>> by_level;

@@ -38,7 +38,7 @@ struct ReportOptions {
 int report_command(const ReportOptions& options);
 
 struct ImportOptions {
-  std::filesystem::path from;               // the upstream run folder
+  std::filesystem::path from;                 // the upstream run folder
   std::optional<std::filesystem::path> into;  // where kbv.sqlite goes (default: `from`)
   std::optional<int> level;
   std::vector<std::string> baseline_files;  // [NAME=]PATH, stored as speedups in the records

@@ -13,8 +13,8 @@ namespace kbv {
 
 struct ReportInput {
   std::vector<RunSummary> runs;
-  std::string baseline = "tf32";     // the speedup denominator the headline numbers use
-  std::vector<std::string> notes;    // report-wide notes (inputs, warnings)
+  std::string baseline = "tf32";   // the speedup denominator the headline numbers use
+  std::vector<std::string> notes;  // report-wide notes (inputs, warnings)
 };
 
 std::string render_markdown(const ReportInput& input);
@@ -47,8 +47,8 @@ Table verdict_table(const RunSummary& run, size_t index);
 Table samples_table(const RunSummary& run, size_t index);
 
 // Formatting shared by the renderers.
-std::string format_rate(double rate);                      // "52.0%"
-std::string format_speedup(double x);                      // "1.43x"
-std::string format_count_rate(int count, int total);       // "52.0% (52/100)"
+std::string format_rate(double rate);                 // "52.0%"
+std::string format_speedup(double x);                 // "1.43x"
+std::string format_count_rate(int count, int total);  // "52.0% (52/100)"
 
 }  // namespace kbv

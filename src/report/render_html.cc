@@ -16,12 +16,23 @@ std::string esc(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -135,7 +146,10 @@ std::string speedup_panel(const RunSummary& run, const ScopeSummary& scope, doub
 // Memory ratio against speedup, one point per correct sample with both, 1× lines dashed.
 std::string memory_panel(const RunSummary& run, const ScopeSummary& scope, double x0) {
   const Gate gate = headline_gate(scope);
-  struct Point { double x, y; std::string label; };
+  struct Point {
+    double x, y;
+    std::string label;
+  };
   std::vector<Point> points;
   int correct = 0, with_memory = 0, with_speed = 0;
   for (const auto& v : run.samples) {
@@ -146,19 +160,20 @@ std::string memory_panel(const RunSummary& run, const ScopeSummary& scope, doubl
     if (s != v.speedup.end()) ++with_speed;
     if (m != v.memory_ratio.end()) ++with_memory;
     if (s == v.speedup.end() || m == v.memory_ratio.end()) continue;
-    points.push_back({std::log2(s->second), std::log2(m->second),
-                      fmt::format("{} sample {}: {} speed, {} memory", v.problem.empty() ? std::to_string(v.problem_id) : v.problem,
-                                  v.sample_id, format_speedup(s->second), format_speedup(m->second))});
+    points.push_back(
+        {std::log2(s->second), std::log2(m->second),
+         fmt::format("{} sample {}: {} speed, {} memory", v.problem.empty() ? std::to_string(v.problem_id) : v.problem,
+                     v.sample_id, format_speedup(s->second), format_speedup(m->second))});
   }
   const double w = kPanelW - kLeft - kRight, h = kPanelH - kTop - kBottom;
   std::string out = fmt::format("<g transform=\"translate({},0)\">", x0);
   out += fmt::format("<text x=\"{}\" y=\"14\" class=\"ptitle\">{}</text>", kLeft, esc(scope.name));
   out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", kLeft, kTop, w, h);
   if (points.empty()) {
-    std::string why = correct == 0             ? "no correct samples"
-                      : with_memory == 0        ? "memory: not measured"
-                      : with_speed == 0         ? "speed: not measured"
-                                                : "no sample has both";
+    std::string why = correct == 0       ? "no correct samples"
+                      : with_memory == 0 ? "memory: not measured"
+                      : with_speed == 0  ? "speed: not measured"
+                                         : "no sample has both";
     out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">{}</text></g>", kLeft + w / 2, kTop + h / 2, why);
     return out;
   }
@@ -172,8 +187,10 @@ std::string memory_panel(const RunSummary& run, const ScopeSummary& scope, doubl
   lo_x = std::max(lo_x, -8), hi_x = std::min(hi_x, 8), lo_y = std::max(lo_y, -8), hi_y = std::min(hi_y, 8);
   auto px = [&](double x) { return kLeft + w * (std::clamp(x, double(lo_x), double(hi_x)) - lo_x) / (hi_x - lo_x); };
   auto py = [&](double y) { return kTop + h - h * (std::clamp(y, double(lo_y), double(hi_y)) - lo_y) / (hi_y - lo_y); };
-  out += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" class=\"one\"/>", px(0), kTop, kTop + h);
-  out += fmt::format("<line x1=\"{1}\" x2=\"{2}\" y1=\"{0:.1f}\" y2=\"{0:.1f}\" class=\"one\"/>", py(0), kLeft, kLeft + w);
+  out +=
+      fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" class=\"one\"/>", px(0), kTop, kTop + h);
+  out +=
+      fmt::format("<line x1=\"{1}\" x2=\"{2}\" y1=\"{0:.1f}\" y2=\"{0:.1f}\" class=\"one\"/>", py(0), kLeft, kLeft + w);
   int step_x = (hi_x - lo_x) > 8 ? 4 : 2, step_y = (hi_y - lo_y) > 8 ? 4 : 2;
   for (int e = 0; e <= hi_x; e += step_x)
     out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\">{}</text>", px(e), kTop + h + 14, tick_label(e));
@@ -181,12 +198,13 @@ std::string memory_panel(const RunSummary& run, const ScopeSummary& scope, doubl
     out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\">{}</text>", px(e), kTop + h + 14, tick_label(e));
   for (int e = lo_y; e <= hi_y; ++e)
     if (e % step_y == 0)
-      out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tick ytick\">{}</text>", kLeft - 3, py(e) + 3, tick_label(e));
+      out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tick ytick\">{}</text>", kLeft - 3, py(e) + 3,
+                         tick_label(e));
   for (const auto& p : points)
     out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" class=\"pt\"><title>{}</title></circle>", px(p.x),
                        py(p.y), esc(p.label));
-  out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\">speedup vs {} → ; memory ratio ↑</text>", kLeft + w / 2,
-                     kPanelH - 4, esc(run.baseline));
+  out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\">speedup vs {} → ; memory ratio ↑</text>",
+                     kLeft + w / 2, kPanelH - 4, esc(run.baseline));
   return out + "</g>";
 }
 
@@ -205,8 +223,8 @@ std::string panels_svg(const RunSummary& run, const std::string& id, const std::
 
 std::string verdict_svg(const RunSummary& run, const std::string& id) {
   const double label_w = 90, bar_w = 560, row_h = 22;
-  std::vector<std::string> order = {"correct", "wrong_output", "rejected",      "compile_error",
-                                    "runtime_error", "timeout", "crashed", "problem_error", "missing"};
+  std::vector<std::string> order = {"correct", "wrong_output", "rejected",      "compile_error", "runtime_error",
+                                    "timeout", "crashed",      "problem_error", "missing"};
   for (const auto& s : run.scopes)
     for (const auto& [v, n] : s.verdicts)
       if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
@@ -244,14 +262,16 @@ std::string verdict_svg(const RunSummary& run, const std::string& id) {
   for (size_t i = 0; i < used.size(); ++i) {
     double lx = label_w + static_cast<double>(i % 4) * 140;
     double yy = ly + static_cast<double>(i / 4) * 18;
-    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>", lx, yy, verdict_color(used[i]));
+    out +=
+        fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>", lx, yy, verdict_color(used[i]));
     out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"legend\">{}</text>", lx + 14, yy + 9, esc(used[i]));
   }
   return out + "</svg>\n";
 }
 
 const char* kStyle = R"css(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;margin:24px;color:#212121;background:#fff}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;margin:24px;
+  color:#212121;background:#fff}
 h1{font-size:22px;margin:0 0 6px}h2{font-size:18px;margin:28px 0 6px;border-bottom:1px solid #e0e0e0;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}
 .meta{color:#616161}ul.notes{color:#424242;margin:4px 0 10px;padding-left:20px}
@@ -266,8 +286,10 @@ table[id^=samples] td:last-child{max-width:520px;word-break:break-word}
 .frame{fill:#fafafa;stroke:#bdbdbd}.one{stroke:#424242;stroke-dasharray:4 3}
 .bar-ok{fill:#43a047}.bar-std{fill:#ffb74d}.pt{fill:#1e88e5;fill-opacity:.75;stroke:#0d47a1;stroke-width:.5}
 .ptitle{font-size:12px;font-weight:600}.tick{font-size:10px;fill:#616161;text-anchor:middle}.ytick{text-anchor:end}
-.axis{font-size:10px;fill:#424242;text-anchor:middle}.empty{font-size:12px;fill:#9e9e9e;text-anchor:middle;font-style:italic}
-.vlabel{font-size:11px;text-anchor:end}.legend{font-size:11px}.key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}
+.axis{font-size:10px;fill:#424242;text-anchor:middle}
+.empty{font-size:12px;fill:#9e9e9e;text-anchor:middle;font-style:italic}
+.vlabel{font-size:11px;text-anchor:end}.legend{font-size:11px}
+.key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}
 details summary{cursor:pointer;color:#1565c0}
 )css";
 
@@ -346,10 +368,11 @@ std::string render_html(const ReportInput& input) {
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   out += "<title>kbv report</title><style>" + std::string(kStyle) + "</style></head><body>\n";
   out += "<h1>kbv report</h1>";
-  out += fmt::format("<p class=\"meta\">kbv {} · speedups against the <b>{}</b> baseline (baseline time / candidate "
-                     "time) unless a column names another · definitions in docs/METRICS.md · click a column of a "
-                     "table with ▲▼ to sort</p>",
-                     KBV_VERSION, esc(input.baseline));
+  out += fmt::format(
+      "<p class=\"meta\">kbv {} · speedups against the <b>{}</b> baseline (baseline time / candidate "
+      "time) unless a column names another · definitions in docs/METRICS.md · click a column of a "
+      "table with ▲▼ to sort</p>",
+      KBV_VERSION, esc(input.baseline));
   if (!input.notes.empty()) {
     out += "<ul class=\"notes\">";
     for (const auto& n : input.notes) out += "<li>" + esc(n) + "</li>";
@@ -386,8 +409,9 @@ std::string render_html(const ReportInput& input) {
     out += "</p>";
     out += "<h3>Memory ratio against speedup per level</h3><div class=\"plots\">";
     out += panels_svg(run, fmt::format("memory-{}", i), "memory ratio against speedup per level", memory_panel);
-    out += "</div><p class=\"meta\">one point per correct sample; memory ratio = baseline peak bytes / candidate peak "
-           "bytes (above 1: uses less memory); dashed lines at 1×</p>";
+    out +=
+        "</div><p class=\"meta\">one point per correct sample; memory ratio = baseline peak bytes / candidate peak "
+        "bytes (above 1: uses less memory); dashed lines at 1×</p>";
     out += "<h3>Verdicts</h3>";
     out += verdict_svg(run, fmt::format("verdict-{}", i));
     html_table(out, verdict_table(run, i));

@@ -12,9 +12,12 @@ namespace {
 std::string md_escape(const std::string& s, size_t max = 0) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r' || c == '\t') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r' || c == '\t')
+      out += ' ';
+    else
+      out += c;
   }
   if (max && out.size() > max) {
     size_t cut = max;
@@ -144,9 +147,10 @@ nlohmann::ordered_json sample_json(const SampleView& v) {
 
 std::string render_markdown(const ReportInput& input) {
   std::string out = "# kbv report\n\n";
-  out += fmt::format("Speedups against the **{}** baseline (baseline time / candidate time) unless a column names "
-                     "another; definitions in docs/METRICS.md.\n",
-                     input.baseline);
+  out += fmt::format(
+      "Speedups against the **{}** baseline (baseline time / candidate time) unless a column names "
+      "another; definitions in docs/METRICS.md.\n",
+      input.baseline);
   for (const auto& n : input.notes) out += "- " + md_escape(n) + "\n";
   out += "\n";
   if (input.runs.size() > 1) {
@@ -181,11 +185,12 @@ std::string render_csv(const ReportInput& input) {
   for (const auto& run : input.runs)
     for (const auto& b : run.baselines_seen)
       if (std::find(baselines.begin(), baselines.end(), b) == baselines.end()) baselines.push_back(b);
-  std::vector<std::string> header = {"run", "protocol", "level", "problem_id", "problem", "sample_id", "verdict",
-                                     "compiled", "standard", "hidden"};
+  std::vector<std::string> header = {"run",       "protocol", "level",    "problem_id", "problem",
+                                     "sample_id", "verdict",  "compiled", "standard",   "hidden"};
   for (const auto& b : baselines) header.push_back("speedup_" + b);
   for (const auto& b : baselines) header.push_back("memory_ratio_" + b);
-  for (const char* h : {"speed_of_light", "runtime_ms", "failed_distributions", "cheats", "reason"}) header.push_back(h);
+  for (const char* h : {"speed_of_light", "runtime_ms", "failed_distributions", "cheats", "reason"})
+    header.push_back(h);
   std::string out = fmt::format("{}\n", fmt::join(header, ","));
   auto tri = [](const std::optional<bool>& b) { return b ? (*b ? "true" : "false") : ""; };
   auto num = [](const std::map<std::string, double>& m, const std::string& k) {

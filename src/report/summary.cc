@@ -70,8 +70,8 @@ void native_gates(const json& record, const json& protocol, SampleView& v) {
     v.standard = false;  // did not compile, rejected as a cheat, or a broken problem
     return;
   }
-  const json& dists = record.contains("distributions") && record["distributions"].is_array()
-                          ? record["distributions"] : json::array();
+  const json& dists =
+      record.contains("distributions") && record["distributions"].is_array() ? record["distributions"] : json::array();
   long d1 = 0, d1_passed = 0;
   for (const auto& d : dists) {
     if (!d.is_object() || string_or(d, "distribution") != "D1") continue;
@@ -244,8 +244,10 @@ ScopeSummary scope_summary(const std::string& name, int level, const std::vector
     sizes.insert(p.size());
     for (const auto* v : p) {
       ++s.slots;
-      if (v->present) ++s.records;
-      else ++s.missing;
+      if (v->present)
+        ++s.records;
+      else
+        ++s.missing;
       if (v->compiled) ++s.compiled;
       if (v->standard_incomplete) ++s.standard_incomplete;
       ++s.verdicts[v->verdict];
@@ -297,18 +299,21 @@ RunSummary summarize(const std::string& name, const std::vector<json>& records,
     }
     int given = 0;
     for (const auto& p : problems) given += sample_ids.count(p.level) ? 1 : 0;
-    run.notes.push_back(fmt::format("denominator: the {} problems of the dataset in the level(s) this run covers; "
-                                    "a problem without a sample counts as a failure",
-                                    given));
+    run.notes.push_back(
+        fmt::format("denominator: the {} problems of the dataset in the level(s) this run covers; "
+                    "a problem without a sample counts as a failure",
+                    given));
     if (extra)
-      run.notes.push_back(fmt::format("{} problem(s) with records are not in the dataset; they are added to the "
-                                      "denominator",
-                                      extra));
+      run.notes.push_back(
+          fmt::format("{} problem(s) with records are not in the dataset; they are added to the "
+                      "denominator",
+                      extra));
   } else {
     for (const auto& [key, v] : by_slot) slots_problems.try_emplace({std::get<0>(key), std::get<1>(key)}, v.problem);
-    run.notes.push_back(fmt::format("denominator: the {} problems that have a record in this run (pass --problems DIR "
-                                    "to score over the whole dataset: problems without a sample count as failures)",
-                                    slots_problems.size()));
+    run.notes.push_back(
+        fmt::format("denominator: the {} problems that have a record in this run (pass --problems DIR "
+                    "to score over the whole dataset: problems without a sample count as failures)",
+                    slots_problems.size()));
   }
 
   // Every slot: each problem times its level's sample ids.
@@ -357,8 +362,9 @@ RunSummary summarize(const std::string& name, const std::vector<json>& records,
 
   bool any_timing = !run.baselines_seen.empty();
   if (!any_timing)
-    run.notes.push_back("speed: not measured (no record carries a speedup; run with timing, or pass --baseline-file "
-                        "for imported runs)");
+    run.notes.push_back(
+        "speed: not measured (no record carries a speedup; run with timing, or pass --baseline-file "
+        "for imported runs)");
   else if (std::find(run.baselines_seen.begin(), run.baselines_seen.end(), baseline) == run.baselines_seen.end())
     run.notes.push_back(fmt::format("speed against the {} baseline: not measured (records have speedups against: {})",
                                     baseline, fmt::join(run.baselines_seen, ", ")));

@@ -24,21 +24,21 @@ struct SampleView {
   int level = 0;
   int problem_id = 0;
   int sample_id = 0;
-  std::string problem;               // problem file name ("19_ReLU.py"), "" when unknown
-  bool present = false;              // false: no record for this slot (counts as a failure)
+  std::string problem;   // problem file name ("19_ReLU.py"), "" when unknown
+  bool present = false;  // false: no record for this slot (counts as a failure)
   bool compiled = false;
-  std::string verdict;               // the record's verdict; "missing" for an empty slot
-  std::string reason;                // why it failed (the record's message); "" when correct
-  std::optional<bool> standard;      // passed the standard check; absent: not run
-  std::optional<bool> hidden;        // passed every distribution; absent: hidden distributions not run
-  bool standard_incomplete = false;  // D1 checks that ran passed, but a failure elsewhere stopped them
-  std::map<std::string, double> speedup;       // per baseline: baseline time / candidate time
-  std::map<std::string, double> memory_ratio;  // per baseline: baseline peak / candidate peak bytes
-  std::string memory_note;           // why memory was not measured, when the record says
-  std::optional<double> speed_of_light;  // timing.speed_of_light (0..1)
-  std::optional<double> runtime_ms;      // candidate time in ms (-1 in the record: absent here)
+  std::string verdict;                            // the record's verdict; "missing" for an empty slot
+  std::string reason;                             // why it failed (the record's message); "" when correct
+  std::optional<bool> standard;                   // passed the standard check; absent: not run
+  std::optional<bool> hidden;                     // passed every distribution; absent: hidden distributions not run
+  bool standard_incomplete = false;               // D1 checks that ran passed, but a failure elsewhere stopped them
+  std::map<std::string, double> speedup;          // per baseline: baseline time / candidate time
+  std::map<std::string, double> memory_ratio;     // per baseline: baseline peak / candidate peak bytes
+  std::string memory_note;                        // why memory was not measured, when the record says
+  std::optional<double> speed_of_light;           // timing.speed_of_light (0..1)
+  std::optional<double> runtime_ms;               // candidate time in ms (-1 in the record: absent here)
   std::vector<std::string> failed_distributions;  // distributions with a failed check, in order
-  std::vector<std::string> cheats;   // reject findings: "T8 input_mutation" (cheat class, rule)
+  std::vector<std::string> cheats;                // reject findings: "T8 input_mutation" (cheat class, rule)
 
   bool passes(Gate g) const {
     const auto& v = g == Gate::standard ? standard : hidden;
@@ -51,16 +51,16 @@ SampleView view_of(const nlohmann::json& record);
 
 // Metrics of one correctness gate, per slot and best-of-n per problem.
 struct GateSummary {
-  bool available = false;   // false: this gate was not run (e.g. no hidden distributions)
+  bool available = false;  // false: this gate was not run (e.g. no hidden distributions)
   int correct = 0;
-  double correct_rate = 0;  // correct slots / slots
-  std::map<std::string, SpeedMetrics> speed;  // per baseline, over slots
-  MemoryMetrics memory;                       // over slots, against the report's baseline
-  std::map<int, double> pass_at_k;            // k -> mean over problems
-  int best_correct = 0;                       // problems with a correct sample
-  double best_correct_rate = 0;               // best_correct / problems
+  double correct_rate = 0;                         // correct slots / slots
+  std::map<std::string, SpeedMetrics> speed;       // per baseline, over slots
+  MemoryMetrics memory;                            // over slots, against the report's baseline
+  std::map<int, double> pass_at_k;                 // k -> mean over problems
+  int best_correct = 0;                            // problems with a correct sample
+  double best_correct_rate = 0;                    // best_correct / problems
   std::map<std::string, SpeedMetrics> best_speed;  // per baseline, one best-of-n slot per problem
-  MemoryMetrics best_memory;  // the memory of each problem's best-of-n sample (report's baseline)
+  MemoryMetrics best_memory;                       // the memory of each problem's best-of-n sample (report's baseline)
 };
 
 // One level, or every level ("all", level 0).
@@ -91,12 +91,12 @@ struct ProblemSlot {
 
 struct RunSummary {
   std::string name;
-  std::string protocol;     // kbv | kernelbench | kernelbench-import
-  std::string device;       // device name from the records, when they say
-  std::string baseline;     // the report's baseline (tf32 by default)
-  std::vector<std::string> notes;      // what the reader must know (denominator source, gaps)
-  std::vector<ScopeSummary> scopes;    // one per level, then "all" when there are several levels
-  std::vector<SampleView> samples;     // every slot, by level, problem, sample
+  std::string protocol;                     // kbv | kernelbench | kernelbench-import
+  std::string device;                       // device name from the records, when they say
+  std::string baseline;                     // the report's baseline (tf32 by default)
+  std::vector<std::string> notes;           // what the reader must know (denominator source, gaps)
+  std::vector<ScopeSummary> scopes;         // one per level, then "all" when there are several levels
+  std::vector<SampleView> samples;          // every slot, by level, problem, sample
   std::vector<std::string> baselines_seen;  // baselines any sample has a speedup against
 };
 

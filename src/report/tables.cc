@@ -15,9 +15,7 @@ const char* kNotRun = "not run";
 Cell text(std::string s, std::string tone = {}) { return Cell{std::move(s), std::nullopt, std::move(tone)}; }
 Cell number(std::string s, double v, std::string tone = {}) { return Cell{std::move(s), v, std::move(tone)}; }
 
-Cell rate_cell(double rate, int count, int total) {
-  return number(format_count_rate(count, total), rate);
-}
+Cell rate_cell(double rate, int count, int total) { return number(format_count_rate(count, total), rate); }
 
 const GateSummary& gate_of(const ScopeSummary& s, Gate g) { return g == Gate::standard ? s.standard : s.hidden; }
 
@@ -152,15 +150,13 @@ Table summary_table(const RunSummary& run, size_t index) {
   bool incomplete = std::any_of(run.scopes.begin(), run.scopes.end(),
                                 [](const ScopeSummary& s) { return s.standard_incomplete > 0; });
   if (incomplete)
-    row("standard check cut short by a failure on D2-D4", [](const ScopeSummary& s) {
-      return number(std::to_string(s.standard_incomplete), s.standard_incomplete);
-    });
+    row("standard check cut short by a failure on D2-D4",
+        [](const ScopeSummary& s) { return number(std::to_string(s.standard_incomplete), s.standard_incomplete); });
 
   // The headline gate per scope (hidden when run) names itself in each row.
   for (size_t i = 0; i < kFastPThresholds.size(); ++i)
-    row("fast_" + threshold(kFastPThresholds[i]) + " (" + b + ")", [&, i](const ScopeSummary& s) {
-      return fast_cell(speed_of(gate_of(s, headline_gate(s)).speed, b), i);
-    });
+    row("fast_" + threshold(kFastPThresholds[i]) + " (" + b + ")",
+        [&, i](const ScopeSummary& s) { return fast_cell(speed_of(gate_of(s, headline_gate(s)).speed, b), i); });
   row("geomean speedup, correct (" + b + ")", [&](const ScopeSummary& s) {
     const auto& m = speed_of(gate_of(s, headline_gate(s)).speed, b);
     return speed_cell(m, m.geomean_correct);
@@ -193,9 +189,8 @@ Table summary_table(const RunSummary& run, size_t index) {
     const auto& m = speed_of(gate_of(s, headline_gate(s)).best_speed, b);
     return speed_cell(m, m.geomean_correct);
   });
-  row("best-of-n: fast_1 (" + b + ")", [&](const ScopeSummary& s) {
-    return fast_cell(speed_of(gate_of(s, headline_gate(s)).best_speed, b), kFast1);
-  });
+  row("best-of-n: fast_1 (" + b + ")",
+      [&](const ScopeSummary& s) { return fast_cell(speed_of(gate_of(s, headline_gate(s)).best_speed, b), kFast1); });
   row("best-of-n: Correct Mem Efficiency (" + b + ")",
       [](const ScopeSummary& s) { return memory_efficiency_cell(gate_of(s, headline_gate(s)).best_memory); });
   row("best-of-n: Mem Efficient % (" + b + ")",
@@ -237,8 +232,8 @@ Table verdict_table(const RunSummary& run, size_t index) {
   t.title = "Verdicts";
   t.header = {"outcome"};
   for (const auto& s : run.scopes) t.header.push_back(scope_header(s));
-  std::vector<std::string> verdicts = {"correct", "wrong_output", "rejected",      "compile_error",
-                                       "runtime_error", "timeout", "crashed", "problem_error", "missing"};
+  std::vector<std::string> verdicts = {"correct", "wrong_output", "rejected",      "compile_error", "runtime_error",
+                                       "timeout", "crashed",      "problem_error", "missing"};
   for (const auto& s : run.scopes)
     for (const auto& [v, n] : s.verdicts)
       if (std::find(verdicts.begin(), verdicts.end(), v) == verdicts.end()) verdicts.push_back(v);
@@ -300,13 +295,13 @@ Table samples_table(const RunSummary& run, size_t index) {
   for (const auto& v : run.samples) {
     // A sample that passed a check should have been measured; say "not measured" for those only.
     const bool passed_any = v.passes(Gate::standard) || v.passes(Gate::hidden);
-    std::vector<Cell> r = {number(std::to_string(v.level), v.level),
-                           Cell{v.problem.empty() ? std::to_string(v.problem_id) : v.problem,
-                                static_cast<double>(v.problem_id), "", true},
-                           number(std::to_string(v.sample_id), v.sample_id),
-                           text(v.verdict, v.verdict == "correct" ? "good" : "bad"),
-                           gate_cell(v.standard, v.present),
-                           gate_cell(v.hidden, v.present)};
+    std::vector<Cell> r = {
+        number(std::to_string(v.level), v.level),
+        Cell{v.problem.empty() ? std::to_string(v.problem_id) : v.problem, static_cast<double>(v.problem_id), "", true},
+        number(std::to_string(v.sample_id), v.sample_id),
+        text(v.verdict, v.verdict == "correct" ? "good" : "bad"),
+        gate_cell(v.standard, v.present),
+        gate_cell(v.hidden, v.present)};
     for (const auto& b : baselines) {
       auto it = v.speedup.find(b);
       if (it != v.speedup.end())
@@ -318,8 +313,10 @@ Table samples_table(const RunSummary& run, size_t index) {
     if (m != v.memory_ratio.end())
       r.push_back(number(format_speedup(m->second), m->second, m->second >= 1 ? "good" : "bad"));
     else
-      r.push_back(passed_any ? text(v.memory_note.empty() ? kNotMeasured : std::string(kNotMeasured) + ": " + v.memory_note, "na")
-                             : text("—", "na"));
+      r.push_back(
+          passed_any
+              ? text(v.memory_note.empty() ? kNotMeasured : std::string(kNotMeasured) + ": " + v.memory_note, "na")
+              : text("—", "na"));
     if (v.speed_of_light)
       r.push_back(number(format_rate(*v.speed_of_light), *v.speed_of_light));
     else

@@ -111,16 +111,19 @@ std::vector<Entry> entries_of(const json& file, const fs::path& path, std::strin
           continue;
         }
         auto sid = e.find("sample_id");
-        out.push_back({pid, sid != e.end() && sid->is_number_integer() ? sid->get<int>() : static_cast<int>(i), key, &e});
+        out.push_back(
+            {pid, sid != e.end() && sid->is_number_integer() ? sid->get<int>() : static_cast<int>(i), key, &e});
       }
     } else if (std::regex_match(key, m, plain) && value.is_object()) {  // older KernelBench: one entry
       formats.insert("kernelbench");
       auto sid = value.find("sample_id");
-      out.push_back({std::stoi(m[1]), sid != value.end() && sid->is_number_integer() ? sid->get<int>() : 0, key, &value});
+      out.push_back(
+          {std::stoi(m[1]), sid != value.end() && sid->is_number_integer() ? sid->get<int>() : 0, key, &value});
     } else {
-      warnings.push_back(fmt::format("{}: key \"{}\" is neither \"<problem id>\" with a list of samples nor "
-                                     "\"<problem id>_<sample id>\" with one; skipped",
-                                     path.string(), key));
+      warnings.push_back(
+          fmt::format("{}: key \"{}\" is neither \"<problem id>\" with a list of samples nor "
+                      "\"<problem id>_<sample id>\" with one; skipped",
+                      path.string(), key));
     }
   }
   format = formats.size() == 1 ? *formats.begin() : formats.empty() ? "kernelbench" : "mixed";
@@ -169,7 +172,8 @@ std::optional<BaselineTimes> read_baseline_file(const fs::path& path, const std:
     }
   }
   if (levels == 0) {
-    error = path.string() + ": no \"level<N>\" object; expected {\"level1\": {\"<problem file>\": {\"mean\": ms, ...}}}";
+    error =
+        path.string() + ": no \"level<N>\" object; expected {\"level1\": {\"<problem file>\": {\"mean\": ms, ...}}}";
     return std::nullopt;
   }
   return b;
@@ -311,7 +315,8 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
       }
     }
 
-    fs::path kernel = run_dir / fmt::format("level_{}_problem_{}_sample_{}_kernel.py", level, e.problem_id, e.sample_id);
+    fs::path kernel =
+        run_dir / fmt::format("level_{}_problem_{}_sample_{}_kernel.py", level, e.problem_id, e.sample_id);
     std::error_code ec;
     bool have_kernel = fs::is_regular_file(kernel, ec);
     json protocol = {{"name", kImportProtocol},
@@ -333,7 +338,7 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
                    {"metadata", metadata},
                    {"runtime", v.contains("runtime") && v["runtime"].is_number() ? v["runtime"] : json(-1.0)},
                    {"runtime_stats", v.contains("runtime_stats") && v["runtime_stats"].is_object() ? v["runtime_stats"]
-                                                                                                  : json::object()},
+                                                                                                   : json::object()},
                    {"protocol", protocol},
                    {"kernelbench", kb}};
     if (have_kernel) {
@@ -343,9 +348,10 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
     out.records.push_back(std::move(record));
   }
   if (missing_hidden)
-    out.warnings.push_back(fmt::format("{}: {} compiled sample(s) have no entry; counted as failing the hidden "
-                                       "distributions",
-                                       hidden_file->string(), missing_hidden));
+    out.warnings.push_back(
+        fmt::format("{}: {} compiled sample(s) have no entry; counted as failing the hidden "
+                    "distributions",
+                    hidden_file->string(), missing_hidden));
   for (const auto& h : hidden_entries)
     if (!seen.count({h.problem_id, h.sample_id}))
       out.warnings.push_back(fmt::format("{}: problem {} sample {} has no entry in {}; ignored (no standard result)",
@@ -404,9 +410,9 @@ nlohmann::ordered_json verified_eval_results(const std::vector<json>& records, b
     e["sample_id"] = key.second;
     e["compiled"] = v.compiled;
     e["correctness"] = *gate;
-    nlohmann::ordered_json metadata =
-        r.contains("metadata") && r["metadata"].is_object() ? nlohmann::ordered_json(r["metadata"])
-                                                             : nlohmann::ordered_json::object();
+    nlohmann::ordered_json metadata = r.contains("metadata") && r["metadata"].is_object()
+                                          ? nlohmann::ordered_json(r["metadata"])
+                                          : nlohmann::ordered_json::object();
     if (hidden) metadata["hidden_failed_configs"] = v.failed_distributions;
     e["metadata"] = metadata;
     e["runtime"] = r.contains("runtime") && r["runtime"].is_number() ? r["runtime"].get<double>() : -1.0;

@@ -26,11 +26,11 @@ inline constexpr const char* kImportProtocol = "kernelbench-import";
 
 struct BaselineTimes {
   struct Entry {
-    std::string problem;                 // the file name the baseline keys it by
+    std::string problem;  // the file name the baseline keys it by
     double mean_ms = -1;
-    std::optional<double> peak_bytes;    // KernelBench-Verified's "peak_memory"
+    std::optional<double> peak_bytes;  // KernelBench-Verified's "peak_memory"
   };
-  std::string name;                      // tf32 | fp32 | compile
+  std::string name;  // tf32 | fp32 | compile
   std::filesystem::path path;
   std::map<std::pair<int, int>, Entry> entries;  // (level, problem id) -> entry
 };

@@ -600,13 +600,12 @@ int evaluate_run(const RunOptions& opt) {
         write_level(job.pair.level);
         ++done;
         if (record["verdict"] == "correct") ++correct;
-        progress.finished(i, record["verdict"] == "correct",
+        const bool ok = record["verdict"] == "correct";
+        progress.finished(i, ok,
                           fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}", done, total,
                                       job.pair.level, job.pair.problem_id, job.pair.sample_id,
                                       record["verdict"].get<std::string>(), record.value("seconds", 0.0),
-                                      record["verdict"] == "correct" ? "" : " - ",
-                                      record["verdict"] == "correct" ? ""
-                                                                     : record["message"].get<std::string>().substr(0, 160)));
+                                      ok ? "" : " - ", ok ? "" : record["message"].get<std::string>().substr(0, 160)));
       }
     });
   for (auto& t : threads) t.join();

@@ -25,9 +25,9 @@ class Progress {
  public:
   struct Options {
     FILE* out = stderr;
-    std::optional<bool> live;              // default: whether `out` is a terminal
+    std::optional<bool> live;                 // default: whether `out` is a terminal
     std::chrono::milliseconds period{30000};  // plain status lines; 0: none (and no ticker thread)
-    std::function<double()> clock;         // seconds; default: steady clock (tests inject one)
+    std::function<double()> clock;            // seconds; default: steady clock (tests inject one)
   };
   Progress(size_t total, Options options);
   ~Progress();  // stop()

@@ -76,17 +76,17 @@ std::string fp32_file() { return "fp32=" + (kData / "baseline_time_torch.json").
 
 TEST(ReportE2E, ImportReportExportKernelBenchVerified) {
   fs::path dir = verified_fixture_run("verified");
-  Outcome o = kbv_cmd({"import", dir.string(), "--level", "1", "--baseline-file", tf32_file(), "--baseline-file",
-                       fp32_file()});
+  Outcome o =
+      kbv_cmd({"import", dir.string(), "--level", "1", "--baseline-file", tf32_file(), "--baseline-file", fp32_file()});
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_NE(o.output.find("7 record(s) from"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("kernelbench-verified"), std::string::npos) << o.output;
   ASSERT_TRUE(fs::exists(dir / "kbv.sqlite"));
   // Importing the same files again replaces, not duplicates.
-  ASSERT_EQ(kbv_cmd({"import", dir.string(), "--level", "1", "--baseline-file", tf32_file(), "--baseline-file",
-                     fp32_file()})
-                .code,
-            0);
+  ASSERT_EQ(
+      kbv_cmd({"import", dir.string(), "--level", "1", "--baseline-file", tf32_file(), "--baseline-file", fp32_file()})
+          .code,
+      0);
   std::string error;
   EXPECT_EQ(kbv::Store::open(dir / "kbv.sqlite", error)->rows().size(), 7u);
 
@@ -215,8 +215,8 @@ TEST(ReportE2E, HtmlRendersInHeadlessChromium) {
                        "--baseline-file", fp32_file(), "--out", html.string()});
   ASSERT_EQ(o.code, 0) << o.output;
   const std::string url = "file://" + html.string();
-  const std::vector<std::string> common = {"chromium", "--headless", "--disable-gpu", "--no-sandbox",
-                                           "--enable-logging=stderr", "--v=0"};
+  const std::vector<std::string> common = {
+      "chromium", "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0"};
 
   std::vector<std::string> dump = common;
   dump.insert(dump.end(), {"--dump-dom", url});

@@ -116,7 +116,7 @@ TEST(MemoryMetrics, EfficiencyOverCorrectShareOverAll) {
   EXPECT_TRUE(m.measured);
   EXPECT_EQ(m.correct, 4);
   EXPECT_EQ(m.measured_correct, 3);
-  EXPECT_NEAR(*m.efficiency, 1.0, 1e-12);      // (2 * 0.5 * 1)^(1/3)
+  EXPECT_NEAR(*m.efficiency, 1.0, 1e-12);        // (2 * 0.5 * 1)^(1/3)
   EXPECT_DOUBLE_EQ(m.efficient_share, 1.0 / 6);  // only the ratio-2 sample, over all 6 slots
 
   std::vector<MemoryScored> unmeasured = {{true, std::nullopt}};

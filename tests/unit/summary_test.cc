@@ -127,8 +127,8 @@ TEST(Summarize, DenominatorFromTheDatasetCountsMissingProblems) {
   std::vector<json> records = {timed(record(1, 1, 0, "correct", dists(2)), 2.0, 4.0, 2.0),
                                timed(record(1, 2, 0, "wrong_output", dists(2, "D3")), 3.0, 6.0, 1.0),
                                record(1, 3, 0, "compile_error")};
-  std::vector<ProblemSlot> problems = {{1, 1, "1_A.py"}, {1, 2, "2_B.py"}, {1, 3, "3_C.py"}, {1, 4, "4_D.py"},
-                                       {2, 1, "1_L2.py"}};
+  std::vector<ProblemSlot> problems = {
+      {1, 1, "1_A.py"}, {1, 2, "2_B.py"}, {1, 3, "3_C.py"}, {1, 4, "4_D.py"}, {2, 1, "1_L2.py"}};
   RunSummary run = summarize("r", records, problems, "tf32");
   ASSERT_EQ(run.scopes.size(), 1u) << "level 2 has no record: the run does not cover it";
   const ScopeSummary& s = run.scopes[0];
@@ -139,8 +139,8 @@ TEST(Summarize, DenominatorFromTheDatasetCountsMissingProblems) {
   EXPECT_DOUBLE_EQ(s.compile_rate, 0.5);
   EXPECT_EQ(s.verdicts.at("missing"), 1);
   EXPECT_EQ(s.failed_distributions.at("D3"), 1);
-  EXPECT_DOUBLE_EQ(s.standard.correct_rate, 0.5);   // problems 1 and 2
-  EXPECT_DOUBLE_EQ(s.hidden.correct_rate, 0.25);    // problem 1
+  EXPECT_DOUBLE_EQ(s.standard.correct_rate, 0.5);  // problems 1 and 2
+  EXPECT_DOUBLE_EQ(s.hidden.correct_rate, 0.25);   // problem 1
   // fast_1 against tf32: standard 2/4 (speedups 2 and 3); hidden 1/4.
   EXPECT_DOUBLE_EQ(s.standard.speed.at("tf32").fast_p[kFast1], 0.5);
   EXPECT_DOUBLE_EQ(s.hidden.speed.at("tf32").fast_p[kFast1], 0.25);
@@ -174,11 +174,10 @@ TEST(Summarize, WithoutDatasetTheRunsProblemsAreTheDenominatorAndItSaysSo) {
 
 TEST(Summarize, SeveralSamplesPassAtKAndBestOfN) {
   // Problem 1: samples 0 (correct 1.5x), 1 (correct 3x), 2 (wrong); problem 2: all wrong but sample 2 missing.
-  std::vector<json> records = {timed(record(1, 1, 0, "correct", dists(2)), 1.5, 1.5, 0.5),
-                               timed(record(1, 1, 1, "correct", dists(2)), 3.0, 3.0, 2.0),
-                               record(1, 1, 2, "wrong_output", dists(2, "D2")),
-                               record(1, 2, 0, "wrong_output", dists(2, "D1")),
-                               record(1, 2, 1, "runtime_error", dists(2, "", 0))};
+  std::vector<json> records = {
+      timed(record(1, 1, 0, "correct", dists(2)), 1.5, 1.5, 0.5),
+      timed(record(1, 1, 1, "correct", dists(2)), 3.0, 3.0, 2.0), record(1, 1, 2, "wrong_output", dists(2, "D2")),
+      record(1, 2, 0, "wrong_output", dists(2, "D1")), record(1, 2, 1, "runtime_error", dists(2, "", 0))};
   RunSummary run = summarize("r", records, {}, "tf32");
   const ScopeSummary& s = run.scopes[0];
   EXPECT_EQ(s.samples_per_problem, 3);

@@ -137,8 +137,8 @@ TEST_F(UpstreamTest, VerifiedWithHiddenResultsAndBaselineFile) {
 
   SampleView s10 = view_of(r.records[0]);
   EXPECT_EQ(s10.problem, "1_Square_matrix_multiplication_.py");
-  EXPECT_DOUBLE_EQ(s10.speedup.at("tf32"), 1.5);           // 3.0 / 2.0
-  EXPECT_DOUBLE_EQ(s10.memory_ratio.at("tf32"), 2.0);      // 2000 / 1000
+  EXPECT_DOUBLE_EQ(s10.speedup.at("tf32"), 1.5);       // 3.0 / 2.0
+  EXPECT_DOUBLE_EQ(s10.memory_ratio.at("tf32"), 2.0);  // 2000 / 1000
   EXPECT_EQ(s10.hidden, true);
   SampleView s11 = view_of(r.records[1]);
   EXPECT_DOUBLE_EQ(s11.speedup.at("tf32"), 0.75);
@@ -239,13 +239,19 @@ TEST_F(UpstreamTest, VerifiedExportRoundTrips) {
 }
 
 TEST_F(UpstreamTest, NativeRecordsExportTheirGates) {
-  json native = {{"level", 1}, {"problem_id", 19}, {"sample_id", 0}, {"compiled", true}, {"correctness", false},
-                 {"verdict", "wrong_output"}, {"runtime", -1.0},
-                 {"protocol", {{"name", "kbv"}, {"trials", 1}, {"distributions", json::array({{{"name", "D1"}},
-                                                                                               {{"name", "D4"}}})}}},
-                 {"distributions", json::array({{{"distribution", "D1"}, {"passed", true}},
-                                                {{"distribution", "D4"}, {"passed", false}}})},
-                 {"memory", {{"measured", true}, {"candidate", {{"peak_bytes", 4096}}}}}};
+  json native = {
+      {"level", 1},
+      {"problem_id", 19},
+      {"sample_id", 0},
+      {"compiled", true},
+      {"correctness", false},
+      {"verdict", "wrong_output"},
+      {"runtime", -1.0},
+      {"protocol",
+       {{"name", "kbv"}, {"trials", 1}, {"distributions", json::array({{{"name", "D1"}}, {{"name", "D4"}}})}}},
+      {"distributions",
+       json::array({{{"distribution", "D1"}, {"passed", true}}, {{"distribution", "D4"}, {"passed", false}}})},
+      {"memory", {{"measured", true}, {"candidate", {{"peak_bytes", 4096}}}}}};
   auto standard = verified_eval_results({native}, false);
   auto hidden = verified_eval_results({native}, true);
   EXPECT_EQ(standard["19_0"]["correctness"], true) << "D1 passed: KernelBench's check would pass it";
