@@ -226,7 +226,7 @@ int report_command(const ReportOptions& options) {
   else if (format == "csv")
     text = render_csv(input);
   else
-    text = render_json(input).dump(2) + "\n";
+    text = render_json(input).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   std::string e = write_output(options.out, text);
   if (!e.empty()) {
     std::fprintf(stderr, "kbv report: %s\n", e.c_str());

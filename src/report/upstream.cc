@@ -79,7 +79,11 @@ std::string upstream_error(const json& metadata) {
 
 std::string first_line(const std::string& s, size_t max = 300) {
   std::string line = s.substr(0, s.find('\n'));
-  if (line.size() > max) line = line.substr(0, max) + "...";
+  if (line.size() > max) {
+    size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
+    line = line.substr(0, cut) + "...";
+  }
   return line;
 }
 

@@ -164,6 +164,17 @@ TEST_F(UpstreamTest, VerifiedWithHiddenResultsAndBaselineFile) {
   EXPECT_FALSE(all.hidden.speed.at("fp32").measured) << "no fp32 baseline file";
 }
 
+TEST_F(UpstreamTest, LongErrorsAreCutOnACharacterBoundary) {
+  // 299 ASCII bytes, then a 3-byte character across the 300-byte cut.
+  json entry = {{"compiled", false}, {"metadata", {{"compilation_error", std::string(299, 'x') + "\u2192 more"}}}};
+  fs::path f = write("eval_results.json", json{{"1", json::array({entry})}}.dump());
+  UpstreamRead r = read_eval_results(f, std::nullopt, 1, dir_);
+  ASSERT_EQ(r.records.size(), 1u);
+  const std::string message = r.records[0]["message"];
+  EXPECT_EQ(message, "upstream: " + std::string(299, 'x') + "...");
+  EXPECT_NO_THROW((void)r.records[0].dump()) << "valid UTF-8";
+}
+
 TEST_F(UpstreamTest, BaselineArgumentNames) {
   EXPECT_EQ(parse_baseline_arg("fp32=results/timing/H200/x_tf32.json").first, "fp32");
   EXPECT_EQ(parse_baseline_arg("results/timing/H200/baseline_time_torch.json").first, "fp32");
