@@ -48,7 +48,7 @@ Table samples_table(const RunSummary& run, size_t index);
 
 // Formatting shared by the renderers.
 std::string format_rate(double rate);                 // "52.0%"
-std::string format_speedup(double x);                 // "1.43x"
+std::string format_speedup(double x);                 // "1.43×"
 std::string format_count_rate(int count, int total);  // "52.0% (52/100)"
 
 }  // namespace kbv
