@@ -30,6 +30,14 @@ if ((${#need_pkgs[@]})); then
   fi
 fi
 
+# Optional: headless Chromium, for the test that opens the HTML report in a real browser (the test
+# skips, saying so, without it). Root + apt only; a failure (e.g. snap-only Ubuntu) is not fatal.
+if [[ -z "${KBV_NO_CHROMIUM:-}" ]] && ! command -v chromium >/dev/null && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+  echo "setup: installing chromium (optional, for the HTML report test; KBV_NO_CHROMIUM=1 skips it)"
+  { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1; } ||
+    echo "setup: chromium could not be installed; the HTML report test will skip"
+fi
+
 python=${KBV_PYTHON:-}
 if [[ -z "$python" ]]; then
   python=$root/.venv/bin/python3

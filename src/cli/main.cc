@@ -10,6 +10,7 @@
 
 #include "cli/generate_command.h"
 #include "problem/problem.h"
+#include "report/command.h"
 #include "supervisor/run.h"
 #include "supervisor/selftest.h"
 #include "util/fs.h"
@@ -253,6 +254,41 @@ int main(int argc, char** argv) {
   self_flags.add(selftest);
 
   auto generate = kbv::cli::add_generate_command(app);
+  auto* report = app.add_subcommand("report", "metrics, tables and plots of run folders (Markdown, HTML, CSV, JSON)");
+  kbv::ReportOptions report_opts;
+  std::vector<std::string> report_runs;
+  std::string report_problems;
+  report->add_option("runs", report_runs, "run folders (kbv.sqlite, or KernelBench eval_results.json)")->required();
+  report->add_option("--baseline", report_opts.baseline, "speedup denominator of the headline numbers")
+      ->check(CLI::IsMember({"tf32", "fp32", "compile"}))
+      ->capture_default_str();
+  report->add_option("--out", report_opts.out, "write here (default: stdout); the extension picks the format");
+  report->add_option("--format", report_opts.format, "md, html, csv or json (default: from --out, else md)");
+  report->add_option("--problems", report_problems,
+                     "dataset root: score over all its problems (default: the problems the runs have)");
+  report->add_option("--baseline-file", report_opts.baseline_files,
+                     "[tf32=|fp32=|compile=]FILE: KernelBench baseline times for imported runs");
+  report->add_option("--level", report_opts.level, "level of a plain eval_results.json");
+
+  auto* import = app.add_subcommand("import", "store a KernelBench(-Verified) run's eval_results.json as kbv records");
+  kbv::ImportOptions import_opts;
+  std::string import_from, import_into;
+  import->add_option("run", import_from, "the upstream run folder (eval_results.json, eval_results_hidden.json)")
+      ->required();
+  import->add_option("--into", import_into, "folder for kbv.sqlite (default: the run folder)");
+  import->add_option("--level", import_opts.level, "level of a plain eval_results.json");
+  import->add_option("--baseline-file", import_opts.baseline_files,
+                     "[tf32=|fp32=|compile=]FILE: KernelBench baseline times; speedups are stored");
+
+  auto* export_cmd = app.add_subcommand("export", "write a run's results as KernelBench(-Verified) eval_results files");
+  kbv::ExportOptions export_opts;
+  std::string export_run, export_to;
+  export_cmd->add_option("run", export_run, "a run folder with kbv.sqlite")->required();
+  export_cmd->add_option("--to", export_to, "output folder (default: RUN/export-FORMAT)");
+  export_cmd->add_option("--format", export_opts.format,
+                         "verified (pid_sid keys, eval_results_hidden.json) or kernelbench (pid lists)")
+      ->check(CLI::IsMember({"verified", "kernelbench"}))
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -291,6 +327,21 @@ int main(int argc, char** argv) {
     return kbv::evaluate_run(ro);
   }
   if (*generate->app) return generate->run();
+  if (*report) {
+    for (const auto& r : report_runs) report_opts.runs.emplace_back(r);
+    if (!report_problems.empty()) report_opts.problems_dir = report_problems;
+    return kbv::report_command(report_opts);
+  }
+  if (*import) {
+    import_opts.from = import_from;
+    if (!import_into.empty()) import_opts.into = import_into;
+    return kbv::import_command(import_opts);
+  }
+  if (*export_cmd) {
+    export_opts.run = export_run;
+    if (!export_to.empty()) export_opts.to = export_to;
+    return kbv::export_command(export_opts);
+  }
   if (*build) return build_one(build_flags, build_solution);
   if (*selftest) {
     kbv::SelftestOptions so;

@@ -40,6 +40,9 @@ constexpr const char* kPut =
 constexpr const char* kLatestAll =
     "SELECT level, problem_id, sample_id, record FROM results "
     "ORDER BY level, problem_id, sample_id, created_at DESC, rowid DESC";
+constexpr const char* kRows =
+    "SELECT level, problem_id, sample_id, solution_hash, protocol_hash, created_at, record FROM results "
+    "ORDER BY level, problem_id, sample_id, created_at DESC, rowid DESC";
 constexpr const char* kLatestProtocol =
     "SELECT level, problem_id, sample_id, record FROM results WHERE protocol_hash = ?1 "
     "ORDER BY level, problem_id, sample_id, created_at DESC, rowid DESC";
@@ -262,6 +265,31 @@ std::vector<nlohmann::json> Store::latest(const std::string& protocol_hash) {
     problem_id = p;
     sample_id = s;
     out.push_back(std::move(record));
+  }
+  return out;
+}
+
+std::vector<StoredRow> Store::rows() {
+  std::vector<StoredRow> out;
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(impl_->db.get(), kRows, -1, &raw, nullptr) != SQLITE_OK) return out;
+  StmtPtr stmt(raw);
+  auto text_of = [&](int column) {
+    const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), column));
+    return t ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(stmt.get(), column))) : std::string();
+  };
+  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    StoredRow row;
+    row.key.level = sqlite3_column_int(stmt.get(), 0);
+    row.key.problem_id = sqlite3_column_int(stmt.get(), 1);
+    row.key.sample_id = sqlite3_column_int(stmt.get(), 2);
+    row.key.solution_hash = text_of(3);
+    row.key.protocol_hash = text_of(4);
+    row.created_at = sqlite3_column_double(stmt.get(), 5);
+    const std::string text = text_of(6);
+    row.record = nlohmann::json::parse(text, nullptr, false);
+    if (row.record.is_discarded() || !row.record.is_object()) continue;  // a corrupt row is skipped
+    out.push_back(std::move(row));
   }
   return out;
 }

@@ -24,6 +24,13 @@ struct RecordKey {
   std::string protocol_hash;  // sha256 of the protocol knobs (see supervisor/verdict.h)
 };
 
+// One stored row, as rows() returns it.
+struct StoredRow {
+  RecordKey key;
+  double created_at = 0;  // unix seconds
+  nlohmann::json record;
+};
+
 class Store {
  public:
   // Opens or creates the file (WAL mode, busy timeout); error message names the path.
@@ -41,6 +48,9 @@ class Store {
   // (all protocols when empty), ordered by level, problem id, sample id. Newest is by created_at,
   // then insertion order. A row whose record does not parse is skipped.
   std::vector<nlohmann::json> latest(const std::string& protocol_hash = {});
+  // Every row whose record parses, every protocol, ordered by level, problem id, sample id, then
+  // newest first (created_at, then insertion order). For reports that choose among protocols.
+  std::vector<StoredRow> rows();
 
  private:
   struct Impl;

@@ -21,6 +21,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
+#include "util/progress.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -575,6 +576,7 @@ int evaluate_run(const RunOptions& opt) {
   std::vector<BuildQueue::Item> items;
   for (const auto& job : jobs) items.push_back({job->solution, job->pair.solution_path, eval});
   BuildQueue builds(std::move(items), *env, opt.build_jobs);
+  Progress progress(total, {});
   std::vector<std::thread> threads;
   std::vector<int> devices = opt.gpus.empty() ? std::vector<int>{-1} : opt.gpus;
   for (int gpu : devices)
@@ -586,6 +588,8 @@ int evaluate_run(const RunOptions& opt) {
         size_t i = next_eval++;
         if (i >= jobs.size() || interrupted()) return;
         Job& job = *jobs[i];
+        progress.started(i, fmt::format("level {} problem {} sample {}", job.pair.level, job.pair.problem_id,
+                                        job.pair.sample_id));
         BuildResult br = builds.get(i);
         json record = evaluate_pair(job.pair, mine, *env, reference, &br);
         if (record["verdict"] == "interrupted" || interrupted()) return;
@@ -596,15 +600,16 @@ int evaluate_run(const RunOptions& opt) {
         write_level(job.pair.level);
         ++done;
         if (record["verdict"] == "correct") ++correct;
-        std::fprintf(stderr, "[%zu/%zu] level %d problem %d sample %d: %s (%.1f s)%s%s\n", done, total,
-                     job.pair.level, job.pair.problem_id, job.pair.sample_id,
-                     record["verdict"].get<std::string>().c_str(), record.value("seconds", 0.0),
-                     record["verdict"] == "correct" ? "" : " - ",
-                     record["verdict"] == "correct" ? ""
-                                                    : record["message"].get<std::string>().substr(0, 160).c_str());
+        const bool ok = record["verdict"] == "correct";
+        progress.finished(i, ok,
+                          fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}", done, total,
+                                      job.pair.level, job.pair.problem_id, job.pair.sample_id,
+                                      record["verdict"].get<std::string>(), record.value("seconds", 0.0),
+                                      ok ? "" : " - ", ok ? "" : record["message"].get<std::string>().substr(0, 160)));
       }
     });
   for (auto& t : threads) t.join();
+  progress.stop();
   for (int level : levels) write_level(level);
   if (interrupted()) {
     std::fprintf(stderr, "kbv: interrupted: %zu of %zu evaluated and stored (%zu correct); run again to resume\n",

@@ -287,6 +287,7 @@ TEST(Run, InterruptStopsCleanlyAndKeepsWhatFinished) {
   EXPECT_EQ(status->code, 130);
   std::string log = kbv::tail_file(run / "log.txt", 4000);
   EXPECT_NE(log.find("interrupted: 2 of 3 evaluated and stored"), std::string::npos) << log;
+  EXPECT_NE(log.find("abandoned, not stored: level 1 problem 19 sample 2"), std::string::npos) << log;
   json results = json::parse(kbv::read_file(run / "eval_results.json").text);
   EXPECT_EQ(results["19"].size(), 2u) << "the pair in flight is not recorded";
 }

@@ -178,6 +178,24 @@ TEST_F(StoreTest, LatestOrdersByCreatedAtNotInsertion) {
   EXPECT_EQ(all[0]["tag"], "a");
 }
 
+TEST_F(StoreTest, RowsKeepEveryProtocolNewestFirst) {
+  auto store = open_store();
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->put(key(1, 2, 0, "old", "protoA"), record(1, 2, 0, "old")), "");
+  ASSERT_EQ(store->put(key(1, 2, 0, "new", "protoB"), record(1, 2, 0, "new")), "");
+  ASSERT_EQ(store->put(key(1, 1, 0, "s", "protoA"), record(1, 1, 0, "p1")), "");
+  raw_exec(path_, "INSERT INTO results VALUES (1, 3, 0, 's', 'protoA', 1e12, 'not json');");
+  const auto rows = store->rows();
+  ASSERT_EQ(rows.size(), 3u);  // the corrupt row is skipped
+  EXPECT_EQ(rows[0].record["tag"], "p1");
+  EXPECT_EQ(rows[1].record["tag"], "new");
+  EXPECT_EQ(rows[1].key.protocol_hash, "protoB");
+  EXPECT_EQ(rows[1].key.solution_hash, "new");
+  EXPECT_EQ(rows[2].record["tag"], "old");
+  EXPECT_GE(rows[1].created_at, rows[2].created_at);
+  EXPECT_GT(rows[0].created_at, 1e9);
+}
+
 TEST_F(StoreTest, CorruptRowIsSkipped) {
   auto store = open_store();
   ASSERT_NE(store, nullptr);

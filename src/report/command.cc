@@ -1,0 +1,368 @@
+// `kbv report`, `kbv import`, `kbv export`.
+#include "report/command.h"
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "problem/problem.h"
+#include "report/kernelbench.h"
+#include "report/render.h"
+#include "report/summary.h"
+#include "report/upstream.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/hash.h"
+
+namespace kbv {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string run_name(const fs::path& dir) {
+  fs::path p = dir.lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  std::string name = p.filename().string();
+  return name.empty() || name == "." ? fs::absolute(p).filename().string() : name;
+}
+
+std::string protocol_name(const json& record) {
+  auto it = record.find("protocol");
+  if (it != record.end() && it->is_object() && it->contains("name") && (*it)["name"].is_string())
+    return (*it)["name"].get<std::string>();
+  return "kbv";
+}
+
+std::optional<int> level_for(const UpstreamFile& f, std::optional<int> level, const fs::path& dir, std::string& error) {
+  if (f.level) return f.level;
+  if (level) return level;
+  if (auto l = infer_run_level(dir)) return l;
+  error = fmt::format(
+      "{}: cannot tell its level (eval_results.json does not record it, and the folder has no "
+      "level_L_problem_P_sample_S_kernel.py files of a single level); pass --level L",
+      f.eval_file.string());
+  return std::nullopt;
+}
+
+std::vector<BaselineTimes> read_baselines(const std::vector<std::string>& args, std::string& error) {
+  std::vector<BaselineTimes> out;
+  for (const auto& arg : args) {
+    auto [name, path] = parse_baseline_arg(arg);
+    if (name != "tf32" && name != "fp32" && name != "compile") {
+      error = fmt::format("--baseline-file {}: the baseline name must be tf32, fp32 or compile", arg);
+      return {};
+    }
+    auto b = read_baseline_file(path, name, error);
+    if (!b) return {};
+    out.push_back(std::move(*b));
+  }
+  return out;
+}
+
+std::string write_output(const std::string& out, const std::string& text) {
+  if (out.empty() || out == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return std::cout ? "" : "cannot write to stdout";
+  }
+  return write_file_atomic(out, text);
+}
+
+}  // namespace
+
+std::string report_format(const std::string& format, const std::string& out) {
+  std::string f = format;
+  if (f.empty()) {
+    std::string ext = fs::path(out).extension().string();
+    f = ext == ".html" || ext == ".htm" ? "html" : ext == ".csv" ? "csv" : ext == ".json" ? "json" : "md";
+  }
+  if (f == "markdown") f = "md";
+  return f == "md" || f == "html" || f == "csv" || f == "json" ? f : "";
+}
+
+std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, std::vector<std::string>& warnings,
+                                std::string& error) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    error = dir.string() + ": not a folder";
+    return {};
+  }
+  const std::string name = run_name(dir);
+  fs::path db = dir / "kbv.sqlite";
+  if (fs::exists(db, ec)) {
+    auto store = Store::open(db, error);
+    if (!store) return {};
+    std::vector<StoredRow> rows = store->rows();
+    if (rows.empty()) {
+      error = db.string() + ": holds no records (evaluate with `kbv eval --run`, or `kbv import` upstream files)";
+      return {};
+    }
+    // Rows come newest first per sample: the first one seen for a sample is its latest.
+    std::map<std::string, std::map<std::tuple<int, int, int>, json>> latest;
+    std::map<std::string, std::set<std::string>> hashes;
+    for (auto& row : rows) {
+      std::string p = protocol_name(row.record);
+      hashes[p].insert(row.key.protocol_hash);
+      latest[p].try_emplace({row.key.level, row.key.problem_id, row.key.sample_id}, std::move(row.record));
+    }
+    std::vector<LoadedRun> out;
+    for (auto& [protocol, by_slot] : latest) {
+      LoadedRun run;
+      run.name = latest.size() > 1 ? fmt::format("{} [{}]", name, protocol) : name;
+      run.dir = dir;
+      run.protocol = protocol;
+      for (auto& [key, record] : by_slot) run.records.push_back(std::move(record));
+      run.notes.push_back(fmt::format("{} record(s) from {}", run.records.size(), db.string()));
+      if (hashes[protocol].size() > 1)
+        run.notes.push_back(
+            fmt::format("the store holds results of {} variants of protocol {} (knobs, torch version "
+                        "or device differ); the newest record of each sample is used",
+                        hashes[protocol].size(), protocol));
+      out.push_back(std::move(run));
+    }
+    return out;
+  }
+
+  std::vector<UpstreamFile> files = find_upstream_files(dir);
+  if (files.empty()) {
+    error = fmt::format(
+        "{}: no kbv.sqlite and no eval_results.json: nothing to report (evaluate with "
+        "`kbv eval --problems DIR --run {}`, or point at a KernelBench run folder)",
+        dir.string(), dir.string());
+    return {};
+  }
+  LoadedRun run;
+  run.name = name;
+  run.dir = dir;
+  run.protocol = kImportProtocol;
+  for (const auto& f : files) {
+    auto l = level_for(f, level, dir, error);
+    if (!l) return {};
+    UpstreamRead read = read_eval_results(f.eval_file, f.hidden_file, *l, dir);
+    if (!read.error.empty()) {
+      error = read.error;
+      return {};
+    }
+    warnings.insert(warnings.end(), read.warnings.begin(), read.warnings.end());
+    run.notes.push_back(
+        fmt::format("{} record(s) read from {} ({} format, level {}{}) without storing them; "
+                    "`kbv import` stores them",
+                    read.records.size(), f.eval_file.string(), read.format, *l,
+                    f.hidden_file ? ", hidden results from " + f.hidden_file->string() : ""));
+    for (auto& r : read.records) run.records.push_back(std::move(r));
+  }
+  return {std::move(run)};
+}
+
+int report_command(const ReportOptions& options) {
+  const std::string format = report_format(options.format, options.out);
+  if (format.empty()) {
+    std::fprintf(stderr, "kbv report: --format %s: use md, html, csv or json\n", options.format.c_str());
+    return 2;
+  }
+  std::string error;
+  std::vector<BaselineTimes> baselines = read_baselines(options.baseline_files, error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "kbv report: %s\n", error.c_str());
+    return 2;
+  }
+  ReportInput input;
+  input.baseline = options.baseline;
+  std::vector<ProblemSlot> problems;
+  if (options.problems_dir) {
+    Discovery d = discover_dataset(*options.problems_dir);
+    if (!d.error.empty()) {
+      std::fprintf(stderr, "kbv report: %s\n", d.error.c_str());
+      return 2;
+    }
+    for (const auto& w : d.warnings) std::fprintf(stderr, "kbv report: warning: %s\n", w.c_str());
+    for (const auto& p : d.problems) problems.push_back({p.level, p.id, p.name});
+    input.notes.push_back(fmt::format("problems: {} from {}", problems.size(), options.problems_dir->string()));
+  }
+  for (const auto& b : baselines)
+    input.notes.push_back(fmt::format("baseline file for imported runs: {} = {} ({} problems)", b.name, b.path.string(),
+                                      b.entries.size()));
+
+  std::set<std::string> names;
+  for (const auto& dir : options.runs) {
+    std::vector<std::string> warnings;
+    std::vector<LoadedRun> loaded = load_run(dir, options.level, warnings, error);
+    for (const auto& w : warnings) std::fprintf(stderr, "kbv report: warning: %s\n", w.c_str());
+    if (!error.empty()) {
+      std::fprintf(stderr, "kbv report: %s\n", error.c_str());
+      return 2;
+    }
+    for (auto& run : loaded) {
+      if (run.protocol == kImportProtocol)
+        for (const auto& b : baselines) {
+          int timed = 0;
+          for (auto& r : run.records) {
+            apply_baseline(r, b);
+            timed += r.contains("timing") && r["timing"].contains("speedup") && r["timing"]["speedup"].contains(b.name);
+          }
+          run.notes.push_back(fmt::format("{} of {} record(s) have a speedup against the {} baseline file {}", timed,
+                                          run.records.size(), b.name, b.path.string()));
+        }
+      std::string name = names.count(run.name) ? fmt::format("{} ({})", run.name, dir.string()) : run.name;
+      names.insert(name);
+      RunSummary summary = summarize(name, run.records, problems, options.baseline);
+      summary.notes.insert(summary.notes.begin(), run.notes.begin(), run.notes.end());
+      if (summary.protocol.empty()) summary.protocol = run.protocol;
+      input.runs.push_back(std::move(summary));
+    }
+  }
+
+  std::string text;
+  if (format == "md")
+    text = render_markdown(input);
+  else if (format == "html")
+    text = render_html(input);
+  else if (format == "csv")
+    text = render_csv(input);
+  else
+    text = render_json(input).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  std::string e = write_output(options.out, text);
+  if (!e.empty()) {
+    std::fprintf(stderr, "kbv report: %s\n", e.c_str());
+    return 2;
+  }
+  if (!options.out.empty() && options.out != "-")
+    std::fprintf(stderr, "kbv report: %zu run(s) -> %s (%s)\n", input.runs.size(), options.out.c_str(), format.c_str());
+  return 0;
+}
+
+int import_command(const ImportOptions& options) {
+  const fs::path into = options.into.value_or(options.from);
+  std::vector<UpstreamFile> files = find_upstream_files(options.from);
+  if (files.empty()) {
+    std::fprintf(stderr, "kbv import: %s: no eval_results.json (nor eval_results_level<L>.json) to import\n",
+                 options.from.string().c_str());
+    return 2;
+  }
+  std::string error;
+  std::vector<BaselineTimes> baselines = read_baselines(options.baseline_files, error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "kbv import: %s\n", error.c_str());
+    return 2;
+  }
+  std::error_code ec;
+  fs::create_directories(into, ec);
+  auto store = Store::open(into / "kbv.sqlite", error);
+  if (!store) {
+    std::fprintf(stderr, "kbv import: %s\n", error.c_str());
+    return 2;
+  }
+  for (const auto& row : store->rows())
+    if (protocol_name(row.record) != kImportProtocol) {
+      std::fprintf(stderr,
+                   "kbv import: %s holds kbv's own results (protocol %s); its eval_results.json is kbv's output. "
+                   "Import into another folder: --into DIR\n",
+                   (into / "kbv.sqlite").string().c_str(), protocol_name(row.record).c_str());
+      return 2;
+    }
+  std::string baseline_hashes;
+  for (const auto& b : baselines) {
+    FileText t = read_file(b.path);
+    baseline_hashes += b.name + ":" + sha256_hex(t.text) + ";";
+  }
+  int total = 0;
+  for (const auto& f : files) {
+    auto level = level_for(f, options.level, options.from, error);
+    if (!level) {
+      std::fprintf(stderr, "kbv import: %s\n", error.c_str());
+      return 2;
+    }
+    UpstreamRead read = read_eval_results(f.eval_file, f.hidden_file, *level, options.from);
+    if (!read.error.empty()) {
+      std::fprintf(stderr, "kbv import: %s\n", read.error.c_str());
+      return 2;
+    }
+    for (const auto& w : read.warnings) std::fprintf(stderr, "kbv import: warning: %s\n", w.c_str());
+    FileText eval_text = read_file(f.eval_file);
+    FileText hidden_text = f.hidden_file ? read_file(*f.hidden_file) : FileText{};
+    const std::string phash = sha256_hex_parts(
+        {kImportProtocol, read.format, sha256_hex(eval_text.text), sha256_hex(hidden_text.text), baseline_hashes});
+    std::map<std::string, int> applied;
+    for (auto& r : read.records) {
+      for (const auto& b : baselines) applied[b.name] += apply_baseline(r, b) ? 1 : 0;
+      RecordKey key{r["level"].get<int>(), r["problem_id"].get<int>(), r["sample_id"].get<int>(),
+                    r.value("solution_hash", sha256_hex(r["kernelbench"].dump())), phash};
+      std::string e = store->put(key, r);
+      if (!e.empty()) {
+        std::fprintf(stderr, "kbv import: %s\n", e.c_str());
+        return 2;
+      }
+    }
+    total += static_cast<int>(read.records.size());
+    std::string speed;
+    for (const auto& [name, n] : applied) speed += fmt::format("; {} record(s) with a {} speedup", n, name);
+    std::fprintf(stderr, "kbv import: %zu record(s) from %s (%s, level %d%s)%s\n", read.records.size(),
+                 f.eval_file.string().c_str(), read.format.c_str(), *level,
+                 f.hidden_file ? (", hidden: " + f.hidden_file->filename().string()).c_str() : ", no hidden results",
+                 speed.c_str());
+  }
+  std::fprintf(stderr, "kbv import: %d record(s) stored in %s (protocol %s)\n", total,
+               (into / "kbv.sqlite").string().c_str(), kImportProtocol);
+  return 0;
+}
+
+int export_command(const ExportOptions& options) {
+  if (options.format != "verified" && options.format != "kernelbench") {
+    std::fprintf(stderr, "kbv export: --format %s: use verified or kernelbench\n", options.format.c_str());
+    return 2;
+  }
+  std::error_code ec;
+  if (!fs::exists(options.run / "kbv.sqlite", ec)) {
+    std::fprintf(stderr, "kbv export: %s: no kbv.sqlite to export\n", options.run.string().c_str());
+    return 2;
+  }
+  std::vector<std::string> warnings;
+  std::string error;
+  std::vector<LoadedRun> runs = load_run(options.run, std::nullopt, warnings, error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "kbv export: %s\n", error.c_str());
+    return 2;
+  }
+  // kbv's own protocol first, when the store holds several.
+  const LoadedRun* run = &runs.front();
+  for (const auto& r : runs)
+    if (r.protocol == "kbv") run = &r;
+  if (runs.size() > 1)
+    std::fprintf(stderr, "kbv export: the store holds %zu protocols; exporting %s\n", runs.size(),
+                 run->protocol.c_str());
+  const fs::path to = options.to.value_or(options.run / ("export-" + options.format));
+  fs::create_directories(to, ec);
+  std::map<int, std::vector<json>> by_level;
+  for (const auto& r : run->records) by_level[r.value("level", 0)].push_back(r);
+  const bool several = by_level.size() > 1;
+  auto name = [&](const char* stem, int level) {
+    return several ? fmt::format("{}_level{}.json", stem, level) : fmt::format("{}.json", stem);
+  };
+  for (const auto& [level, records] : by_level) {
+    std::vector<std::pair<fs::path, std::string>> files;
+    if (options.format == "kernelbench") {
+      files.push_back({to / name("eval_results", level), kernelbench_eval_results(records).dump(4) + "\n"});
+    } else {
+      files.push_back({to / name("eval_results", level), verified_eval_results(records, false).dump(4) + "\n"});
+      auto hidden = verified_eval_results(records, true);
+      if (!hidden.empty()) files.push_back({to / name("eval_results_hidden", level), hidden.dump(4) + "\n"});
+    }
+    for (const auto& [path, text] : files) {
+      std::string e = write_file_atomic(path, text);
+      if (!e.empty()) {
+        std::fprintf(stderr, "kbv export: %s\n", e.c_str());
+        return 2;
+      }
+      std::fprintf(stderr, "kbv export: level %d: %zu record(s) -> %s\n", level, records.size(), path.string().c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace kbv

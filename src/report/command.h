@@ -1,0 +1,58 @@
+// `kbv report`, `kbv import`, `kbv export`: read run folders (kbv's store, or upstream
+// KernelBench files), score them, write the report or the upstream files.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kbv {
+
+// One report entry: a run folder's latest records of one protocol.
+struct LoadedRun {
+  std::string name;
+  std::filesystem::path dir;
+  std::string protocol;
+  std::vector<nlohmann::json> records;
+  std::vector<std::string> notes;
+};
+
+// Reads a run folder: RUN/kbv.sqlite when it exists (one LoadedRun per protocol name in it, the
+// newest record per sample), otherwise its upstream eval_results*.json files, in memory.
+// `level` is the level of a plain eval_results.json when the folder's kernel files do not say.
+std::vector<LoadedRun> load_run(const std::filesystem::path& dir, std::optional<int> level,
+                                std::vector<std::string>& warnings, std::string& error);
+
+struct ReportOptions {
+  std::vector<std::filesystem::path> runs;
+  std::string baseline = "tf32";
+  std::string out;     // "" or "-": stdout
+  std::string format;  // md | html | csv | json; empty: from the --out extension, else md
+  std::optional<std::filesystem::path> problems_dir;
+  std::vector<std::string> baseline_files;  // [NAME=]PATH, applied to imported runs
+  std::optional<int> level;                 // for a plain eval_results.json
+};
+// Returns the process exit code (0: written; 2: unusable input).
+int report_command(const ReportOptions& options);
+
+struct ImportOptions {
+  std::filesystem::path from;                 // the upstream run folder
+  std::optional<std::filesystem::path> into;  // where kbv.sqlite goes (default: `from`)
+  std::optional<int> level;
+  std::vector<std::string> baseline_files;  // [NAME=]PATH, stored as speedups in the records
+};
+int import_command(const ImportOptions& options);
+
+struct ExportOptions {
+  std::filesystem::path run;
+  std::optional<std::filesystem::path> to;  // default: the run folder
+  std::string format = "verified";          // verified | kernelbench
+};
+int export_command(const ExportOptions& options);
+
+// The report format for --format / --out: "md", "html", "csv", "json", or "" when unknown.
+std::string report_format(const std::string& format, const std::string& out);
+
+}  // namespace kbv

@@ -1,0 +1,54 @@
+// Report output: Markdown (terminals, pull requests), self-contained HTML (inline SVG plots,
+// sortable tables, no external resources), CSV (one row per sample) and JSON (everything).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "report/summary.h"
+
+namespace kbv {
+
+struct ReportInput {
+  std::vector<RunSummary> runs;
+  std::string baseline = "tf32";   // the speedup denominator the headline numbers use
+  std::vector<std::string> notes;  // report-wide notes (inputs, warnings)
+};
+
+std::string render_markdown(const ReportInput& input);
+std::string render_html(const ReportInput& input);
+std::string render_csv(const ReportInput& input);
+nlohmann::ordered_json render_json(const ReportInput& input);
+
+// --- the table model shared by the Markdown and HTML renderers --------------------------------
+struct Cell {
+  std::string text;
+  std::optional<double> sort;  // numeric sort key (HTML); absent: sorts as text, last when empty
+  std::string tone;            // "" | "good" | "bad" | "na" (not measured / not run)
+  bool left = false;           // text with a numeric sort key (a problem name sorted by id)
+};
+struct Table {
+  std::string id;
+  std::string title;
+  std::vector<std::string> header;
+  std::vector<std::vector<Cell>> rows;
+  bool sortable = false;
+};
+
+// The gate a run's headline numbers use: hidden distributions when the run has them.
+Gate headline_gate(const ScopeSummary& scope);
+
+Table leaderboard_table(const ReportInput& input);
+Table summary_table(const RunSummary& run, size_t index);
+Table survival_table(const RunSummary& run, const ScopeSummary& scope, size_t index);
+Table verdict_table(const RunSummary& run, size_t index);
+Table samples_table(const RunSummary& run, size_t index);
+
+// Formatting shared by the renderers.
+std::string format_rate(double rate);                 // "52.0%"
+std::string format_speedup(double x);                 // "1.43×"
+std::string format_count_rate(int count, int total);  // "52.0% (52/100)"
+
+}  // namespace kbv

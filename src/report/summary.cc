@@ -1,0 +1,374 @@
+// Records -> sample views -> per-level and overall metrics (docs/METRICS.md).
+#include "report/summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace kbv {
+namespace {
+
+using nlohmann::json;
+
+int int_or(const json& j, const char* key, int fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int>() : fallback;
+}
+
+std::string string_or(const json& j, const char* key, const std::string& fallback = {}) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+bool bool_or(const json& j, const char* key, bool fallback = false) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
+const json& object_or_empty(const json& j, const char* key) {
+  static const json empty = json::object();
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : empty;
+}
+
+std::optional<double> positive(const json& j) {
+  if (!j.is_number()) return std::nullopt;
+  double v = j.get<double>();
+  if (!(v > 0) || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+void add_unique(std::vector<std::string>& list, const std::string& item) {
+  if (!item.empty() && std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+}
+
+// Standard and hidden gates of a record evaluated by kbv itself.
+void native_gates(const json& record, const json& protocol, SampleView& v) {
+  const std::string name = string_or(protocol, "name", "kbv");
+  if (name == "kernelbench") {  // upstream's check only: D1 at 1e-2, no hidden distributions
+    v.standard = v.verdict == "correct";
+    return;
+  }
+  v.hidden = v.verdict == "correct";
+  std::vector<std::string> order;
+  if (auto it = protocol.find("distributions"); it != protocol.end() && it->is_array())
+    for (const auto& d : *it) order.push_back(d.is_object() ? string_or(d, "name") : std::string());
+  if (order.empty()) order = {"D1", "D2", "D3", "D4"};
+  const long d1_per_trial = std::count(order.begin(), order.end(), std::string("D1"));
+  if (d1_per_trial == 0) return;  // no standard distribution in this protocol: not run
+  if (v.verdict == "correct") {
+    v.standard = true;
+    return;
+  }
+  const bool stopped_early = v.verdict == "runtime_error" || v.verdict == "timeout" || v.verdict == "crashed";
+  if (v.verdict != "wrong_output" && !stopped_early) {
+    v.standard = false;  // did not compile, rejected as a cheat, or a broken problem
+    return;
+  }
+  const json& dists =
+      record.contains("distributions") && record["distributions"].is_array() ? record["distributions"] : json::array();
+  long d1 = 0, d1_passed = 0;
+  for (const auto& d : dists) {
+    if (!d.is_object() || string_or(d, "distribution") != "D1") continue;
+    ++d1;
+    if (bool_or(d, "passed")) ++d1_passed;
+  }
+  const long expected = int_or(protocol, "trials", 5) * d1_per_trial;
+  v.standard = d1 > 0 && d1 == d1_passed && d1 >= expected;
+  // Every D1 check so far passed, and the evaluation stopped at a non-D1 distribution: the standard
+  // check never finished. Counted as not passed, and shown.
+  if (!*v.standard && stopped_early && d1 > 0 && d1 == d1_passed)
+    v.standard_incomplete = order[dists.size() % order.size()] != "D1";
+}
+
+std::string verdict_from_flags(const json& record) {
+  if (bool_or(record, "correctness")) return "correct";
+  return bool_or(record, "compiled") ? "wrong_output" : "compile_error";
+}
+
+}  // namespace
+
+SampleView view_of(const json& record) {
+  SampleView v;
+  v.present = true;
+  v.level = int_or(record, "level", 0);
+  v.problem_id = int_or(record, "problem_id", 0);
+  v.sample_id = int_or(record, "sample_id", 0);
+  if (std::string p = string_or(record, "problem"); !p.empty())
+    v.problem = std::filesystem::path(p).filename().string();
+  v.compiled = bool_or(record, "compiled");
+  v.verdict = string_or(record, "verdict");
+  if (v.verdict.empty()) v.verdict = verdict_from_flags(record);
+  if (v.verdict != "correct") v.reason = string_or(record, "message");
+
+  if (auto it = record.find("findings"); it != record.end() && it->is_array())
+    for (const auto& f : *it) {
+      if (!f.is_object() || string_or(f, "severity") != "reject") continue;
+      std::string cheat = string_or(f, "cheat");
+      std::string rule = string_or(f, "rule", "unnamed rule");
+      add_unique(v.cheats, cheat.empty() ? rule : cheat + " " + rule);
+    }
+  if (auto it = record.find("distributions"); it != record.end() && it->is_array())
+    for (const auto& d : *it)
+      if (d.is_object() && d.contains("passed") && !bool_or(d, "passed", true))
+        add_unique(v.failed_distributions, string_or(d, "distribution", "?"));
+
+  const json& protocol = object_or_empty(record, "protocol");
+  const json& imported = object_or_empty(record, "kernelbench");
+  if (!imported.empty()) {  // an upstream entry brought in by `kbv import`
+    if (imported.contains("standard_correctness")) v.standard = bool_or(imported, "standard_correctness");
+    if (imported.contains("hidden_correctness")) v.hidden = bool_or(imported, "hidden_correctness");
+    if (auto it = imported.find("hidden_failed"); it != imported.end() && it->is_array())
+      for (const auto& d : *it)
+        if (d.is_string()) add_unique(v.failed_distributions, d.get<std::string>());
+  } else {
+    native_gates(record, protocol, v);
+  }
+
+  const json& timing = object_or_empty(record, "timing");
+  for (const auto& [baseline, x] : object_or_empty(timing, "speedup").items())
+    if (auto s = positive(x)) v.speedup[baseline] = *s;
+  if (auto it = timing.find("speed_of_light"); it != timing.end()) {
+    if (auto s = positive(*it)) v.speed_of_light = *s;
+  }
+  if (auto it = record.find("runtime"); it != record.end()) {
+    if (auto r = positive(*it)) v.runtime_ms = *r;
+  }
+  const json& memory = object_or_empty(record, "memory");
+  if (bool_or(memory, "measured")) {
+    for (const auto& [baseline, x] : object_or_empty(memory, "ratio").items())
+      if (auto r = positive(x)) v.memory_ratio[baseline] = *r;
+  } else {
+    v.memory_note = string_or(memory, "reason");
+  }
+  return v;
+}
+
+std::vector<int> pass_at_k_values(int samples_per_problem) {
+  std::vector<int> ks;
+  for (int k : {1, 5, 10, 100})
+    if (k <= samples_per_problem) ks.push_back(k);
+  if (samples_per_problem > 0 && (ks.empty() || ks.back() != samples_per_problem)) ks.push_back(samples_per_problem);
+  return ks;
+}
+
+namespace {
+
+// A problem's slots, one per sample index of its level.
+using ProblemGroup = std::vector<const SampleView*>;
+
+GateSummary gate_summary(const std::vector<ProblemGroup>& problems, Gate gate, const std::string& baseline,
+                         const std::vector<int>& ks) {
+  GateSummary g;
+  int slots = 0;
+  for (const auto& p : problems)
+    for (const auto* v : p) {
+      ++slots;
+      if ((gate == Gate::standard ? v->standard : v->hidden).has_value()) g.available = true;
+      if (v->passes(gate)) ++g.correct;
+    }
+  if (!g.available) return g;
+  g.correct_rate = slots ? static_cast<double>(g.correct) / slots : 0;
+
+  auto scored = [&](const SampleView* v, const std::string& b) {
+    Scored s{v->passes(gate), std::nullopt};
+    if (auto it = v->speedup.find(b); it != v->speedup.end()) s.speedup = it->second;
+    return s;
+  };
+  auto memory_of = [&](const SampleView* v) {
+    MemoryScored m{v->passes(gate), std::nullopt};
+    if (auto it = v->memory_ratio.find(baseline); it != v->memory_ratio.end()) m.ratio = it->second;
+    return m;
+  };
+
+  for (const char* b : kReportBaselines) {
+    std::vector<Scored> all, best;
+    for (const auto& p : problems) {
+      std::vector<Scored> mine;
+      for (const auto* v : p) mine.push_back(scored(v, b));
+      all.insert(all.end(), mine.begin(), mine.end());
+      auto i = best_of_n(mine);
+      best.push_back(i ? mine[*i] : Scored{});
+    }
+    g.speed[b] = speed_metrics(all);
+    g.best_speed[b] = speed_metrics(best);
+  }
+
+  std::vector<MemoryScored> memory, best_memory;
+  for (const auto& p : problems) {
+    std::vector<Scored> mine;
+    for (const auto* v : p) {
+      memory.push_back(memory_of(v));
+      mine.push_back(scored(v, baseline));
+    }
+    auto i = best_of_n(mine);
+    if (i) ++g.best_correct;
+    best_memory.push_back(i ? memory_of(p[*i]) : MemoryScored{});
+  }
+  g.memory = memory_metrics(memory);
+  g.best_memory = memory_metrics(best_memory);
+  g.best_correct_rate = problems.empty() ? 0 : static_cast<double>(g.best_correct) / problems.size();
+
+  for (int k : ks) {
+    double sum = 0;
+    bool ok = !problems.empty();
+    for (const auto& p : problems) {
+      int n = static_cast<int>(p.size());
+      int c = 0;
+      for (const auto* v : p) c += v->passes(gate) ? 1 : 0;
+      auto value = pass_at_k(n, c, k);
+      if (!value) {
+        ok = false;
+        break;
+      }
+      sum += *value;
+    }
+    if (ok) g.pass_at_k[k] = sum / problems.size();
+  }
+  return g;
+}
+
+ScopeSummary scope_summary(const std::string& name, int level, const std::vector<ProblemGroup>& problems,
+                           const std::string& baseline) {
+  ScopeSummary s;
+  s.name = name;
+  s.level = level;
+  s.problems = static_cast<int>(problems.size());
+  std::set<size_t> sizes;
+  for (const auto& p : problems) {
+    sizes.insert(p.size());
+    for (const auto* v : p) {
+      ++s.slots;
+      if (v->present)
+        ++s.records;
+      else
+        ++s.missing;
+      if (v->compiled) ++s.compiled;
+      if (v->standard_incomplete) ++s.standard_incomplete;
+      ++s.verdicts[v->verdict];
+      for (const auto& d : v->failed_distributions) ++s.failed_distributions[d];
+      for (const auto& c : v->cheats) ++s.cheats[c];
+    }
+  }
+  s.samples_per_problem = sizes.size() == 1 ? static_cast<int>(*sizes.begin()) : 0;  // 0: varies
+  s.compile_rate = s.slots ? static_cast<double>(s.compiled) / s.slots : 0;
+  int min_samples = sizes.empty() ? 0 : static_cast<int>(*sizes.begin());
+  std::vector<int> ks = pass_at_k_values(min_samples);
+  s.standard = gate_summary(problems, Gate::standard, baseline, ks);
+  s.hidden = gate_summary(problems, Gate::hidden, baseline, ks);
+  return s;
+}
+
+}  // namespace
+
+RunSummary summarize(const std::string& name, const std::vector<json>& records,
+                     const std::vector<ProblemSlot>& problems, const std::string& baseline) {
+  RunSummary run;
+  run.name = name;
+  run.baseline = baseline;
+
+  std::map<std::tuple<int, int, int>, SampleView> by_slot;
+  std::map<int, std::set<int>> sample_ids;  // level -> sample ids seen
+  for (const auto& r : records) {
+    if (!r.is_object()) continue;
+    SampleView v = view_of(r);
+    if (run.protocol.empty()) run.protocol = string_or(object_or_empty(r, "protocol"), "name");
+    if (run.device.empty()) {
+      run.device = string_or(object_or_empty(r, "protocol"), "device_name");
+      if (run.device.empty()) run.device = string_or(object_or_empty(r, "metadata"), "hardware");
+    }
+    sample_ids[v.level].insert(v.sample_id);
+    by_slot[{v.level, v.problem_id, v.sample_id}] = std::move(v);
+  }
+
+  // The denominator: the given problems of the levels the run covers, plus any problem the run
+  // has a record for that the dataset lacks.
+  std::map<std::pair<int, int>, std::string> slots_problems;
+  if (!problems.empty()) {
+    for (const auto& p : problems)
+      if (sample_ids.count(p.level)) slots_problems[{p.level, p.id}] = p.name;
+    int extra = 0;
+    for (const auto& [key, v] : by_slot) {
+      auto [it, inserted] = slots_problems.try_emplace({std::get<0>(key), std::get<1>(key)}, v.problem);
+      if (inserted) ++extra;
+    }
+    int given = 0;
+    for (const auto& p : problems) given += sample_ids.count(p.level) ? 1 : 0;
+    run.notes.push_back(
+        fmt::format("denominator: the {} problems of the dataset in the level(s) this run covers; "
+                    "a problem without a sample counts as a failure",
+                    given));
+    if (extra)
+      run.notes.push_back(
+          fmt::format("{} problem(s) with records are not in the dataset; they are added to the "
+                      "denominator",
+                      extra));
+  } else {
+    for (const auto& [key, v] : by_slot) slots_problems.try_emplace({std::get<0>(key), std::get<1>(key)}, v.problem);
+    run.notes.push_back(
+        fmt::format("denominator: the {} problems that have a record in this run (pass --problems DIR "
+                    "to score over the whole dataset: problems without a sample count as failures)",
+                    slots_problems.size()));
+  }
+
+  // Every slot: each problem times its level's sample ids.
+  for (const auto& [pk, problem_name] : slots_problems) {
+    const auto& [level, id] = pk;
+    for (int sid : sample_ids[level]) {
+      auto it = by_slot.find({level, id, sid});
+      SampleView v;
+      if (it != by_slot.end()) {
+        v = it->second;
+      } else {
+        v.level = level;
+        v.problem_id = id;
+        v.sample_id = sid;
+        v.verdict = "missing";
+        v.reason = "no sample in the run";
+      }
+      if (v.problem.empty()) v.problem = problem_name;
+      run.samples.push_back(std::move(v));
+    }
+  }
+
+  std::set<std::string> seen;
+  for (const auto& v : run.samples)
+    for (const auto& [b, x] : v.speedup) seen.insert(b);
+  for (const char* b : kReportBaselines)
+    if (seen.count(b)) run.baselines_seen.push_back(b);
+  for (const auto& b : seen)
+    if (std::find(run.baselines_seen.begin(), run.baselines_seen.end(), b) == run.baselines_seen.end())
+      run.baselines_seen.push_back(b);
+
+  // Group slots by level, then by problem.
+  std::map<int, std::vector<ProblemGroup>> levels;
+  for (size_t i = 0; i < run.samples.size(); ++i) {
+    const SampleView& v = run.samples[i];
+    auto& groups = levels[v.level];
+    if (groups.empty() || groups.back().front()->problem_id != v.problem_id) groups.emplace_back();
+    groups.back().push_back(&v);
+  }
+  std::vector<ProblemGroup> all;
+  for (const auto& [level, groups] : levels) {
+    run.scopes.push_back(scope_summary(fmt::format("level {}", level), level, groups, baseline));
+    all.insert(all.end(), groups.begin(), groups.end());
+  }
+  if (levels.size() > 1) run.scopes.push_back(scope_summary("all", 0, all, baseline));
+
+  bool any_timing = !run.baselines_seen.empty();
+  if (!any_timing)
+    run.notes.push_back(
+        "speed: not measured (no record carries a speedup; run with timing, or pass --baseline-file "
+        "for imported runs)");
+  else if (std::find(run.baselines_seen.begin(), run.baselines_seen.end(), baseline) == run.baselines_seen.end())
+    run.notes.push_back(fmt::format("speed against the {} baseline: not measured (records have speedups against: {})",
+                                    baseline, fmt::join(run.baselines_seen, ", ")));
+  return run;
+}
+
+}  // namespace kbv

@@ -1,0 +1,111 @@
+// From stored records to what a report shows: one view per sample, and per level (and overall)
+// the metrics of report/metrics.h under both correctness gates and every baseline.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "report/metrics.h"
+
+namespace kbv {
+
+// Baselines a speedup can be against, in display order (record field timing.speedup.<name>).
+inline constexpr const char* kReportBaselines[] = {"tf32", "fp32", "compile"};
+
+// Correctness gates: the standard check (D1, uniform [0,1) inputs as KernelBench draws them) and
+// the hidden distributions (every distribution of the protocol: D1..D4 under kbv's protocol).
+enum class Gate { standard, hidden };
+
+// One sample (or one empty slot) as the report sees it.
+struct SampleView {
+  int level = 0;
+  int problem_id = 0;
+  int sample_id = 0;
+  std::string problem;   // problem file name ("19_ReLU.py"), "" when unknown
+  bool present = false;  // false: no record for this slot (counts as a failure)
+  bool compiled = false;
+  std::string verdict;                            // the record's verdict; "missing" for an empty slot
+  std::string reason;                             // why it failed (the record's message); "" when correct
+  std::optional<bool> standard;                   // passed the standard check; absent: not run
+  std::optional<bool> hidden;                     // passed every distribution; absent: hidden distributions not run
+  bool standard_incomplete = false;               // D1 checks that ran passed, but a failure elsewhere stopped them
+  std::map<std::string, double> speedup;          // per baseline: baseline time / candidate time
+  std::map<std::string, double> memory_ratio;     // per baseline: baseline peak / candidate peak bytes
+  std::string memory_note;                        // why memory was not measured, when the record says
+  std::optional<double> speed_of_light;           // timing.speed_of_light (0..1)
+  std::optional<double> runtime_ms;               // candidate time in ms (-1 in the record: absent here)
+  std::vector<std::string> failed_distributions;  // distributions with a failed check, in order
+  std::vector<std::string> cheats;                // reject findings: "T8 input_mutation" (cheat class, rule)
+
+  bool passes(Gate g) const {
+    const auto& v = g == Gate::standard ? standard : hidden;
+    return v.value_or(false);
+  }
+};
+
+// The view of one kbv record (or of an imported upstream entry stored as a record).
+SampleView view_of(const nlohmann::json& record);
+
+// Metrics of one correctness gate, per slot and best-of-n per problem.
+struct GateSummary {
+  bool available = false;  // false: this gate was not run (e.g. no hidden distributions)
+  int correct = 0;
+  double correct_rate = 0;                         // correct slots / slots
+  std::map<std::string, SpeedMetrics> speed;       // per baseline, over slots
+  MemoryMetrics memory;                            // over slots, against the report's baseline
+  std::map<int, double> pass_at_k;                 // k -> mean over problems
+  int best_correct = 0;                            // problems with a correct sample
+  double best_correct_rate = 0;                    // best_correct / problems
+  std::map<std::string, SpeedMetrics> best_speed;  // per baseline, one best-of-n slot per problem
+  MemoryMetrics best_memory;                       // the memory of each problem's best-of-n sample (report's baseline)
+};
+
+// One level, or every level ("all", level 0).
+struct ScopeSummary {
+  std::string name;
+  int level = 0;
+  int problems = 0;
+  int samples_per_problem = 0;
+  int slots = 0;
+  int records = 0;
+  int missing = 0;  // slots without a record
+  int compiled = 0;
+  double compile_rate = 0;
+  int standard_incomplete = 0;
+  GateSummary standard;
+  GateSummary hidden;
+  std::map<std::string, int> verdicts;              // verdict -> slots ("missing" included)
+  std::map<std::string, int> failed_distributions;  // distribution -> samples with a failure there
+  std::map<std::string, int> cheats;                // "T8 input_mutation" -> samples
+};
+
+// The problems a run is scored over (the denominator).
+struct ProblemSlot {
+  int level = 0;
+  int id = 0;
+  std::string name;
+};
+
+struct RunSummary {
+  std::string name;
+  std::string protocol;                     // kbv | kernelbench | kernelbench-import
+  std::string device;                       // device name from the records, when they say
+  std::string baseline;                     // the report's baseline (tf32 by default)
+  std::vector<std::string> notes;           // what the reader must know (denominator source, gaps)
+  std::vector<ScopeSummary> scopes;         // one per level, then "all" when there are several levels
+  std::vector<SampleView> samples;          // every slot, by level, problem, sample
+  std::vector<std::string> baselines_seen;  // baselines any sample has a speedup against
+};
+
+// Scores `records` (one protocol's latest record per sample) over `problems`; when `problems` is
+// empty, over the problems that have a record (and a note says so).
+RunSummary summarize(const std::string& name, const std::vector<nlohmann::json>& records,
+                     const std::vector<ProblemSlot>& problems, const std::string& baseline);
+
+// The k values reported for pass@k with s samples per problem: 1, 5, 10, 100 up to s, and s.
+std::vector<int> pass_at_k_values(int samples_per_problem);
+
+}  // namespace kbv

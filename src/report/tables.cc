@@ -1,0 +1,335 @@
+// The report's tables, built once and rendered as Markdown or HTML.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "report/render.h"
+
+namespace kbv {
+namespace {
+
+const char* kNotMeasured = "not measured";
+const char* kNotRun = "not run";
+
+Cell text(std::string s, std::string tone = {}) { return Cell{std::move(s), std::nullopt, std::move(tone)}; }
+Cell number(std::string s, double v, std::string tone = {}) { return Cell{std::move(s), v, std::move(tone)}; }
+
+Cell rate_cell(double rate, int count, int total) { return number(format_count_rate(count, total), rate); }
+
+const GateSummary& gate_of(const ScopeSummary& s, Gate g) { return g == Gate::standard ? s.standard : s.hidden; }
+
+std::string gate_label(Gate g) { return g == Gate::hidden ? "hidden distributions" : "standard check"; }
+
+// A speedup aggregate: "1.43×", "none (0 correct)", or "not measured".
+Cell speed_cell(const SpeedMetrics& m, const std::optional<double>& value) {
+  if (!m.measured) return text(kNotMeasured, "na");
+  if (!value) return text(m.correct == 0 ? "none (0 correct)" : "none", "na");
+  return number(format_speedup(*value), *value, *value >= 1.0 ? "good" : "bad");
+}
+
+Cell fast_cell(const SpeedMetrics& m, size_t i) {
+  if (!m.measured) return text(kNotMeasured, "na");
+  return number(format_rate(m.fast_p[i]), m.fast_p[i]);
+}
+
+Cell memory_efficiency_cell(const MemoryMetrics& m) {
+  if (!m.measured) return text(kNotMeasured, "na");
+  if (!m.efficiency) return text(m.correct == 0 ? "none (0 correct)" : "none", "na");
+  return number(format_speedup(*m.efficiency), *m.efficiency, *m.efficiency >= 1.0 ? "good" : "bad");
+}
+
+Cell memory_share_cell(const MemoryMetrics& m) {
+  if (!m.measured) return text(kNotMeasured, "na");
+  return number(format_rate(m.efficient_share), m.efficient_share);
+}
+
+std::string threshold(double p) { return fmt::format("{:g}", p); }
+
+const SpeedMetrics& speed_of(const std::map<std::string, SpeedMetrics>& m, const std::string& b) {
+  static const SpeedMetrics none;
+  auto it = m.find(b);
+  return it == m.end() ? none : it->second;
+}
+
+std::string scope_header(const ScopeSummary& s) { return s.level ? fmt::format("level {}", s.level) : "all levels"; }
+
+}  // namespace
+
+std::string format_rate(double rate) { return fmt::format("{:.1f}%", rate * 100.0); }
+
+std::string format_speedup(double x) {
+  if (x >= 100) return fmt::format("{:.0f}×", x);
+  if (x >= 10) return fmt::format("{:.1f}×", x);
+  return fmt::format("{:.2f}×", x);
+}
+
+std::string format_count_rate(int count, int total) {
+  return fmt::format("{} ({}/{})", format_rate(total ? static_cast<double>(count) / total : 0.0), count, total);
+}
+
+Gate headline_gate(const ScopeSummary& scope) { return scope.hidden.available ? Gate::hidden : Gate::standard; }
+
+Table leaderboard_table(const ReportInput& input) {
+  Table t;
+  t.id = "leaderboard";
+  t.title = "Leaderboard";
+  t.sortable = true;
+  const std::string b = input.baseline;
+  t.header = {"run",
+              "protocol",
+              "device",
+              "problems",
+              "samples",
+              "compiled",
+              "correct (standard)",
+              "correct (hidden)",
+              "fast_1 (" + b + ")",
+              "geomean (" + b + ")",
+              "best-of-n correct",
+              "Correct Speedup",
+              "best-of-n fast_1",
+              "Correct Mem Eff",
+              "Mem Efficient %"};
+  for (const auto& run : input.runs) {
+    if (run.scopes.empty()) {
+      t.rows.push_back({text(run.name), text(run.protocol), text(run.device), text("no records", "na")});
+      t.rows.back().resize(t.header.size(), text(""));
+      continue;
+    }
+    const ScopeSummary& s = run.scopes.back();
+    Gate g = headline_gate(s);
+    const GateSummary& gs = gate_of(s, g);
+    const SpeedMetrics& per_slot = speed_of(gs.speed, b);
+    const SpeedMetrics& best = speed_of(gs.best_speed, b);
+    std::vector<Cell> row = {
+        text(run.name),
+        text(run.protocol),
+        text(run.device.empty() ? "?" : run.device),
+        number(std::to_string(s.problems), s.problems),
+        number(s.samples_per_problem ? std::to_string(s.samples_per_problem) : "varies", s.samples_per_problem),
+        rate_cell(s.compile_rate, s.compiled, s.slots),
+        s.standard.available ? rate_cell(s.standard.correct_rate, s.standard.correct, s.slots) : text(kNotRun, "na"),
+        s.hidden.available ? rate_cell(s.hidden.correct_rate, s.hidden.correct, s.slots) : text(kNotRun, "na"),
+        fast_cell(per_slot, kFast1),
+        speed_cell(per_slot, per_slot.geomean_correct),
+        rate_cell(gs.best_correct_rate, gs.best_correct, s.problems),
+        speed_cell(best, best.geomean_correct),
+        fast_cell(best, kFast1),
+        memory_efficiency_cell(gs.best_memory),
+        memory_share_cell(gs.best_memory)};
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+Table summary_table(const RunSummary& run, size_t index) {
+  Table t;
+  t.id = fmt::format("summary-{}", index);
+  t.title = "Summary";
+  t.header = {"metric"};
+  for (const auto& s : run.scopes) t.header.push_back(scope_header(s));
+  auto row = [&](std::string name, auto&& cell_of) {
+    std::vector<Cell> r = {text(std::move(name))};
+    for (const auto& s : run.scopes) r.push_back(cell_of(s));
+    t.rows.push_back(std::move(r));
+  };
+  const std::string& b = run.baseline;
+  row("problems (denominator)", [](const ScopeSummary& s) { return number(std::to_string(s.problems), s.problems); });
+  row("samples per problem", [](const ScopeSummary& s) {
+    return s.samples_per_problem ? number(std::to_string(s.samples_per_problem), s.samples_per_problem)
+                                 : text("varies");
+  });
+  row("slots without a sample", [](const ScopeSummary& s) { return number(std::to_string(s.missing), s.missing); });
+  row("compiled", [](const ScopeSummary& s) { return rate_cell(s.compile_rate, s.compiled, s.slots); });
+  for (Gate g : {Gate::standard, Gate::hidden})
+    row("correct, " + gate_label(g), [g](const ScopeSummary& s) {
+      const GateSummary& gs = gate_of(s, g);
+      return gs.available ? rate_cell(gs.correct_rate, gs.correct, s.slots) : text(kNotRun, "na");
+    });
+  bool incomplete = std::any_of(run.scopes.begin(), run.scopes.end(),
+                                [](const ScopeSummary& s) { return s.standard_incomplete > 0; });
+  if (incomplete)
+    row("standard check cut short by a failure on D2-D4",
+        [](const ScopeSummary& s) { return number(std::to_string(s.standard_incomplete), s.standard_incomplete); });
+
+  // The headline gate per scope (hidden when run) names itself in each row.
+  for (size_t i = 0; i < kFastPThresholds.size(); ++i)
+    row("fast_" + threshold(kFastPThresholds[i]) + " (" + b + ")",
+        [&, i](const ScopeSummary& s) { return fast_cell(speed_of(gate_of(s, headline_gate(s)).speed, b), i); });
+  row("geomean speedup, correct (" + b + ")", [&](const ScopeSummary& s) {
+    const auto& m = speed_of(gate_of(s, headline_gate(s)).speed, b);
+    return speed_cell(m, m.geomean_correct);
+  });
+  row("geomean speedup, correct and faster (" + b + ")", [&](const ScopeSummary& s) {
+    const auto& m = speed_of(gate_of(s, headline_gate(s)).speed, b);
+    return speed_cell(m, m.geomean_correct_and_faster);
+  });
+  row("correct but not timed (" + b + ")", [&](const ScopeSummary& s) {
+    const auto& m = speed_of(gate_of(s, headline_gate(s)).speed, b);
+    int n = m.correct - m.timed;
+    return number(std::to_string(n), n, n ? "bad" : "");
+  });
+  std::vector<int> ks;
+  for (const auto& s : run.scopes)
+    for (const auto& [k, v] : gate_of(s, headline_gate(s)).pass_at_k)
+      if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
+  std::sort(ks.begin(), ks.end());
+  for (int k : ks)
+    row(fmt::format("pass@{}", k), [k](const ScopeSummary& s) {
+      const auto& p = gate_of(s, headline_gate(s)).pass_at_k;
+      auto it = p.find(k);
+      return it == p.end() ? text("n/a (fewer samples)", "na") : number(format_rate(it->second), it->second);
+    });
+  row("best-of-n: problems correct", [](const ScopeSummary& s) {
+    const GateSummary& gs = gate_of(s, headline_gate(s));
+    return rate_cell(gs.best_correct_rate, gs.best_correct, s.problems);
+  });
+  row("best-of-n: Correct Speedup (" + b + ")", [&](const ScopeSummary& s) {
+    const auto& m = speed_of(gate_of(s, headline_gate(s)).best_speed, b);
+    return speed_cell(m, m.geomean_correct);
+  });
+  row("best-of-n: fast_1 (" + b + ")",
+      [&](const ScopeSummary& s) { return fast_cell(speed_of(gate_of(s, headline_gate(s)).best_speed, b), kFast1); });
+  row("best-of-n: Correct Mem Efficiency (" + b + ")",
+      [](const ScopeSummary& s) { return memory_efficiency_cell(gate_of(s, headline_gate(s)).best_memory); });
+  row("best-of-n: Mem Efficient % (" + b + ")",
+      [](const ScopeSummary& s) { return memory_share_cell(gate_of(s, headline_gate(s)).best_memory); });
+  row("gate of the rows above", [](const ScopeSummary& s) { return text(gate_label(headline_gate(s))); });
+  return t;
+}
+
+Table survival_table(const RunSummary& run, const ScopeSummary& s, size_t index) {
+  Table t;
+  t.id = fmt::format("survival-{}", index);
+  t.title = fmt::format("How much of the speedup survives ({}, best-of-n per problem)", scope_header(s));
+  t.header = {"baseline", "standard check", "hidden distributions"};
+  for (const char* b : {"fp32", "tf32"}) {
+    std::vector<Cell> r = {text(b == std::string("fp32") ? "FP32 (strict)" : "TF32")};
+    for (Gate g : {Gate::standard, Gate::hidden}) {
+      const GateSummary& gs = gate_of(s, g);
+      if (!gs.available) {
+        r.push_back(text(kNotRun, "na"));
+        continue;
+      }
+      const SpeedMetrics& m = speed_of(gs.best_speed, b);
+      if (!m.measured) {
+        r.push_back(text(kNotMeasured, "na"));
+        continue;
+      }
+      std::string geo = m.geomean_correct ? format_speedup(*m.geomean_correct) : "none";
+      r.push_back(number(fmt::format("{} · fast_1 {}", geo, format_rate(m.fast_p[kFast1])),
+                         m.geomean_correct.value_or(0), m.geomean_correct && *m.geomean_correct >= 1 ? "good" : "bad"));
+    }
+    t.rows.push_back(std::move(r));
+  }
+  return t;
+}
+
+Table verdict_table(const RunSummary& run, size_t index) {
+  Table t;
+  t.id = fmt::format("verdicts-{}", index);
+  t.title = "Verdicts";
+  t.header = {"outcome"};
+  for (const auto& s : run.scopes) t.header.push_back(scope_header(s));
+  std::vector<std::string> verdicts = {"correct", "wrong_output", "rejected",      "compile_error", "runtime_error",
+                                       "timeout", "crashed",      "problem_error", "missing"};
+  for (const auto& s : run.scopes)
+    for (const auto& [v, n] : s.verdicts)
+      if (std::find(verdicts.begin(), verdicts.end(), v) == verdicts.end()) verdicts.push_back(v);
+  auto add = [&](const std::string& label, auto&& count_of) {
+    bool any = false;
+    std::vector<Cell> r = {text(label)};
+    for (const auto& s : run.scopes) {
+      int n = count_of(s);
+      any = any || n > 0;
+      r.push_back(number(format_count_rate(n, s.slots), n));
+    }
+    if (any) t.rows.push_back(std::move(r));
+  };
+  for (const auto& v : verdicts)
+    add(v, [&](const ScopeSummary& s) {
+      auto it = s.verdicts.find(v);
+      return it == s.verdicts.end() ? 0 : it->second;
+    });
+  std::vector<std::string> dists, cheats;
+  for (const auto& s : run.scopes) {
+    for (const auto& [d, n] : s.failed_distributions)
+      if (std::find(dists.begin(), dists.end(), d) == dists.end()) dists.push_back(d);
+    for (const auto& [c, n] : s.cheats)
+      if (std::find(cheats.begin(), cheats.end(), c) == cheats.end()) cheats.push_back(c);
+  }
+  std::sort(dists.begin(), dists.end());
+  std::sort(cheats.begin(), cheats.end());
+  for (const auto& d : dists)
+    add("failed on " + d, [&](const ScopeSummary& s) {
+      auto it = s.failed_distributions.find(d);
+      return it == s.failed_distributions.end() ? 0 : it->second;
+    });
+  for (const auto& c : cheats)
+    add("cheat " + c, [&](const ScopeSummary& s) {
+      auto it = s.cheats.find(c);
+      return it == s.cheats.end() ? 0 : it->second;
+    });
+  return t;
+}
+
+Table samples_table(const RunSummary& run, size_t index) {
+  Table t;
+  t.id = fmt::format("samples-{}", index);
+  t.title = "Per problem";
+  t.sortable = true;
+  t.header = {"level", "problem", "sample", "verdict", "standard", "hidden"};
+  std::vector<std::string> baselines = {"tf32", "fp32"};
+  for (const auto& b : run.baselines_seen)
+    if (std::find(baselines.begin(), baselines.end(), b) == baselines.end()) baselines.push_back(b);
+  for (const auto& b : baselines) t.header.push_back("× " + b);
+  t.header.push_back("memory (" + run.baseline + ")");
+  t.header.push_back("speed of light");
+  t.header.push_back("reason");
+  auto gate_cell = [](const std::optional<bool>& g, bool present) {
+    if (!present) return text("—", "na");
+    if (!g) return text(kNotRun, "na");
+    return *g ? number("pass", 1, "good") : number("fail", 0, "bad");
+  };
+  for (const auto& v : run.samples) {
+    // A sample that passed a check should have been measured; say "not measured" for those only.
+    const bool passed_any = v.passes(Gate::standard) || v.passes(Gate::hidden);
+    std::vector<Cell> r = {
+        number(std::to_string(v.level), v.level),
+        Cell{v.problem.empty() ? std::to_string(v.problem_id) : v.problem, static_cast<double>(v.problem_id), "", true},
+        number(std::to_string(v.sample_id), v.sample_id),
+        text(v.verdict, v.verdict == "correct" ? "good" : "bad"),
+        gate_cell(v.standard, v.present),
+        gate_cell(v.hidden, v.present)};
+    for (const auto& b : baselines) {
+      auto it = v.speedup.find(b);
+      if (it != v.speedup.end())
+        r.push_back(number(format_speedup(it->second), it->second, it->second >= 1 ? "good" : "bad"));
+      else
+        r.push_back(passed_any ? text(kNotMeasured, "na") : text("—", "na"));
+    }
+    auto m = v.memory_ratio.find(run.baseline);
+    if (m != v.memory_ratio.end())
+      r.push_back(number(format_speedup(m->second), m->second, m->second >= 1 ? "good" : "bad"));
+    else
+      r.push_back(
+          passed_any
+              ? text(v.memory_note.empty() ? kNotMeasured : std::string(kNotMeasured) + ": " + v.memory_note, "na")
+              : text("—", "na"));
+    if (v.speed_of_light)
+      r.push_back(number(format_rate(*v.speed_of_light), *v.speed_of_light));
+    else
+      r.push_back(passed_any ? text(kNotMeasured, "na") : text("—", "na"));
+    std::string reason = v.reason;
+    if (!v.failed_distributions.empty() && v.verdict != "correct" &&
+        reason.find(v.failed_distributions.front()) == std::string::npos)
+      reason = fmt::format("[failed {}] {}", fmt::join(v.failed_distributions, ","), reason);
+    if (!v.cheats.empty()) reason = fmt::format("[{}] {}", fmt::join(v.cheats, ", "), reason);
+    r.push_back(text(reason));
+    t.rows.push_back(std::move(r));
+  }
+  return t;
+}
+
+}  // namespace kbv

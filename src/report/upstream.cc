@@ -1,0 +1,439 @@
+// KernelBench / KernelBench-Verified files <-> kbv records.
+#include "report/upstream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "problem/problem.h"
+#include "report/summary.h"
+#include "util/fs.h"
+#include "util/hash.h"
+
+namespace kbv {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::optional<double> positive_number(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  double v = it->get<double>();
+  if (!(v > 0) || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string string_of(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_null()) return {};
+  return it->dump();
+}
+
+bool bool_of(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::optional<json> parse_json_file(const fs::path& path, std::string& error) {
+  FileText t = read_file(path);
+  if (!t.ok) {
+    error = t.error;
+    return std::nullopt;
+  }
+  try {
+    return json::parse(t.text);
+  } catch (const json::parse_error& e) {
+    error = fmt::format("{}: not valid JSON (byte {}): {}", path.string(), e.byte, e.what());
+    return std::nullopt;
+  }
+}
+
+std::vector<std::string> failed_configs(const json& metadata) {
+  std::vector<std::string> out;
+  auto it = metadata.find("hidden_failed_configs");
+  if (it == metadata.end()) return out;
+  if (it->is_array()) {
+    for (const auto& c : *it) out.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+  } else if (it->is_string() && !it->get<std::string>().empty()) {
+    out.push_back(it->get<std::string>());
+  }
+  return out;
+}
+
+// The first error text upstream left in an entry's metadata.
+std::string upstream_error(const json& metadata) {
+  for (const char* key : {"compilation_error", "runtime_error", "cuda_error", "other_error", "error_message",
+                          "gpu_error", "correctness_issue"}) {
+    std::string s = string_of(metadata, key);
+    if (!s.empty()) return s;
+  }
+  return {};
+}
+
+std::string first_line(const std::string& s, size_t max = 300) {
+  std::string line = s.substr(0, s.find('\n'));
+  if (line.size() > max) {
+    size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
+    line = line.substr(0, cut) + "...";
+  }
+  return line;
+}
+
+struct Entry {
+  int problem_id = 0;
+  int sample_id = 0;
+  std::string key;
+  const json* value = nullptr;
+};
+
+// Entries of either shape; a key or value that fits neither is a warning naming it.
+std::vector<Entry> entries_of(const json& file, const fs::path& path, std::string& format,
+                              std::vector<std::string>& warnings) {
+  static const std::regex plain(R"(^(\d+)$)"), verified(R"(^(\d+)_(\d+)$)");
+  std::vector<Entry> out;
+  std::set<std::string> formats;
+  for (const auto& [key, value] : file.items()) {
+    std::smatch m;
+    if (std::regex_match(key, m, verified) && value.is_object()) {
+      formats.insert("kernelbench-verified");
+      out.push_back({std::stoi(m[1]), std::stoi(m[2]), key, &value});
+    } else if (std::regex_match(key, m, plain) && value.is_array()) {
+      formats.insert("kernelbench");
+      int pid = std::stoi(m[1]);
+      for (size_t i = 0; i < value.size(); ++i) {
+        const json& e = value[i];
+        if (!e.is_object()) {
+          warnings.push_back(fmt::format("{}: \"{}\"[{}] is not an object; skipped", path.string(), key, i));
+          continue;
+        }
+        auto sid = e.find("sample_id");
+        out.push_back(
+            {pid, sid != e.end() && sid->is_number_integer() ? sid->get<int>() : static_cast<int>(i), key, &e});
+      }
+    } else if (std::regex_match(key, m, plain) && value.is_object()) {  // older KernelBench: one entry
+      formats.insert("kernelbench");
+      auto sid = value.find("sample_id");
+      out.push_back(
+          {std::stoi(m[1]), sid != value.end() && sid->is_number_integer() ? sid->get<int>() : 0, key, &value});
+    } else {
+      warnings.push_back(
+          fmt::format("{}: key \"{}\" is neither \"<problem id>\" with a list of samples nor "
+                      "\"<problem id>_<sample id>\" with one; skipped",
+                      path.string(), key));
+    }
+  }
+  format = formats.size() == 1 ? *formats.begin() : formats.empty() ? "kernelbench" : "mixed";
+  return out;
+}
+
+}  // namespace
+
+std::pair<std::string, fs::path> parse_baseline_arg(const std::string& arg) {
+  auto eq = arg.find('=');
+  if (eq != std::string::npos && eq > 0 && arg.find('/') > eq) return {arg.substr(0, eq), arg.substr(eq + 1)};
+  std::string file = fs::path(arg).filename().string();
+  std::string name = file.find("tf32") != std::string::npos      ? "tf32"
+                     : file.find("compile") != std::string::npos ? "compile"
+                                                                 : "fp32";
+  return {name, arg};
+}
+
+std::optional<BaselineTimes> read_baseline_file(const fs::path& path, const std::string& name, std::string& error) {
+  auto j = parse_json_file(path, error);
+  if (!j) return std::nullopt;
+  if (!j->is_object()) {
+    error = path.string() + ": expected an object {\"level1\": {\"<problem file>\": {\"mean\": ms, ...}}}";
+    return std::nullopt;
+  }
+  BaselineTimes b;
+  b.name = name;
+  b.path = path;
+  static const std::regex level_key(R"(^level(\d+)$)");
+  int levels = 0;
+  for (const auto& [key, problems] : j->items()) {
+    std::smatch m;
+    if (!std::regex_match(key, m, level_key) || !problems.is_object()) continue;
+    ++levels;
+    int level = std::stoi(m[1]);
+    for (const auto& [file, entry] : problems.items()) {
+      auto id = parse_problem_id(file);
+      if (!id || !entry.is_object()) continue;
+      auto mean = positive_number(entry, "mean");
+      if (!mean) continue;
+      BaselineTimes::Entry e;
+      e.problem = file;
+      e.mean_ms = *mean;
+      e.peak_bytes = positive_number(entry, "peak_memory");
+      b.entries[{level, *id}] = e;
+    }
+  }
+  if (levels == 0) {
+    error =
+        path.string() + ": no \"level<N>\" object; expected {\"level1\": {\"<problem file>\": {\"mean\": ms, ...}}}";
+    return std::nullopt;
+  }
+  return b;
+}
+
+bool apply_baseline(json& record, const BaselineTimes& baseline) {
+  if (!record.is_object() || !record.contains("kernelbench")) return false;
+  auto it = baseline.entries.find({record.value("level", 0), record.value("problem_id", 0)});
+  if (it == baseline.entries.end()) return false;
+  const auto& e = it->second;
+  bool changed = false;
+  if (!record.contains("problem") || !record["problem"].is_string() || record["problem"].get<std::string>().empty()) {
+    record["problem"] = e.problem;
+    changed = true;
+  }
+  if (auto runtime = positive_number(record, "runtime")) {
+    json& timing = record["timing"];
+    if (!timing.is_object()) timing = json::object();
+    if (!timing.contains("speedup") || !timing["speedup"].contains(baseline.name)) {
+      if (!timing.contains("method"))
+        timing["method"] = "kernelbench-import: upstream runtime (mean ms) against a baseline file's mean";
+      timing["candidate"]["mean_ms"] = *runtime;
+      timing["baselines"][baseline.name] = {{"mean_ms", e.mean_ms}, {"source", baseline.path.string()}};
+      timing["speedup"][baseline.name] = e.mean_ms / *runtime;
+      changed = true;
+    }
+  }
+  auto peak = positive_number(record["kernelbench"], "peak_memory");
+  if (peak && e.peak_bytes) {
+    json& memory = record["memory"];
+    if (!memory.is_object()) memory = json::object();
+    if (!memory.contains("ratio") || !memory["ratio"].contains(baseline.name)) {
+      memory["measured"] = true;
+      memory["method"] = "kernelbench-verified peak_memory (torch.cuda.max_memory_allocated)";
+      memory["candidate"]["peak_bytes"] = *peak;
+      memory["baselines"][baseline.name] = {{"peak_bytes", *e.peak_bytes}, {"source", baseline.path.string()}};
+      memory["ratio"][baseline.name] = *e.peak_bytes / *peak;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs::path>& hidden_file, int level,
+                               const fs::path& run_dir) {
+  UpstreamRead out;
+  auto file = parse_json_file(eval_file, out.error);
+  if (!file) return out;
+  if (!file->is_object()) {
+    out.error = eval_file.string() + ": expected an object keyed by problem id (\"3\") or \"<problem id>_<sample id>\"";
+    return out;
+  }
+  std::vector<Entry> entries = entries_of(*file, eval_file, out.format, out.warnings);
+  // JSON object keys come in string order ("10" before "2"): order the records numerically.
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::pair(a.problem_id, a.sample_id) < std::pair(b.problem_id, b.sample_id);
+  });
+
+  std::optional<json> hidden;
+  std::map<std::pair<int, int>, const json*> hidden_by_slot;
+  std::vector<Entry> hidden_entries;
+  if (hidden_file) {
+    std::string error, hidden_format;
+    hidden = parse_json_file(*hidden_file, error);
+    if (!hidden || !hidden->is_object()) {
+      out.error = hidden ? hidden_file->string() + ": expected an object like eval_results.json" : error;
+      return out;
+    }
+    hidden_entries = entries_of(*hidden, *hidden_file, hidden_format, out.warnings);
+    for (const auto& e : hidden_entries) hidden_by_slot[{e.problem_id, e.sample_id}] = e.value;
+  }
+
+  std::set<std::pair<int, int>> seen;
+  int missing_hidden = 0;
+  for (const auto& e : entries) {
+    if (!seen.insert({e.problem_id, e.sample_id}).second) {
+      out.warnings.push_back(fmt::format("{}: problem {} sample {} appears twice; the first entry is kept",
+                                         eval_file.string(), e.problem_id, e.sample_id));
+      continue;
+    }
+    const json& v = *e.value;
+    json metadata = v.contains("metadata") && v["metadata"].is_object() ? v["metadata"] : json::object();
+    const bool compiled = bool_of(v, "compiled");
+    const bool standard = bool_of(v, "correctness");
+
+    json kb = {{"format", out.format}, {"key", e.key}, {"standard_correctness", standard}};
+    if (auto pm = positive_number(v, "peak_memory")) kb["peak_memory"] = *pm;
+    std::string verdict, message;
+    if (!compiled) {
+      std::string err = upstream_error(metadata);
+      verdict = metadata.contains("runtime_error") || metadata.contains("other_error") ? "runtime_error"
+                : metadata.contains("cuda_error") || metadata.contains("gpu_error")    ? "crashed"
+                                                                                       : "compile_error";
+      message = err.empty() ? "did not compile (upstream left no error text)" : "upstream: " + first_line(err);
+    } else if (!standard) {
+      verdict = metadata.contains("runtime_error") ? "runtime_error" : "wrong_output";
+      std::string err = upstream_error(metadata);
+      std::string trials = string_of(metadata, "correctness_trials");
+      message = !err.empty() ? "upstream: " + first_line(err)
+                             : "failed upstream's correctness check" + (trials.empty() ? "" : " " + trials);
+    } else {
+      verdict = "correct";
+      message = "passed upstream's correctness check";
+    }
+
+    bool correct = standard;
+    if (hidden) {
+      auto h = hidden_by_slot.find({e.problem_id, e.sample_id});
+      if (h != hidden_by_slot.end()) {
+        const json& hv = *h->second;
+        const bool hidden_ok = bool_of(hv, "correctness");
+        kb["hidden_correctness"] = hidden_ok;
+        json hmeta = hv.contains("metadata") && hv["metadata"].is_object() ? hv["metadata"] : json::object();
+        kb["hidden_metadata"] = hmeta;
+        auto failed = failed_configs(hmeta);
+        if (!failed.empty()) kb["hidden_failed"] = failed;
+        if (verdict == "correct" && !hidden_ok) {
+          std::string err = string_of(hmeta, "hidden_runtime_error");
+          verdict = err.empty() ? "wrong_output" : "runtime_error";
+          message = "passed the standard check but failed the hidden distributions" +
+                    (failed.empty() ? std::string() : fmt::format(" ({})", fmt::join(failed, ", "))) +
+                    (err.empty() ? std::string() : ": " + first_line(err));
+        }
+        correct = hidden_ok;
+        if (hidden_ok && verdict != "correct") {
+          // Upstream lets the hidden run decide (KernelBench-Verified's merge); say so.
+          verdict = "correct";
+          message = "failed the standard run but passed the hidden distributions (upstream's hidden result decides)";
+        }
+      } else {
+        kb["hidden_correctness"] = false;
+        if (compiled) ++missing_hidden;
+        if (verdict == "correct") {
+          verdict = "wrong_output";
+          message = fmt::format("no entry in {}: counted as failed, as KernelBench-Verified does",
+                                hidden_file->filename().string());
+        }
+        correct = false;
+      }
+    }
+
+    fs::path kernel =
+        run_dir / fmt::format("level_{}_problem_{}_sample_{}_kernel.py", level, e.problem_id, e.sample_id);
+    std::error_code ec;
+    bool have_kernel = fs::is_regular_file(kernel, ec);
+    json protocol = {{"name", kImportProtocol},
+                     {"format", out.format},
+                     {"source", eval_file.string()},
+                     {"hidden_source", hidden_file ? json(hidden_file->string()) : json(nullptr)},
+                     {"device_name", string_of(metadata, "hardware")}};
+    json record = {{"level", level},
+                   {"problem_id", e.problem_id},
+                   {"sample_id", e.sample_id},
+                   {"problem", ""},
+                   {"solution", have_kernel ? kernel.string() : ""},
+                   {"compiled", compiled},
+                   {"correctness", correct},
+                   {"verdict", verdict},
+                   {"message", message},
+                   {"findings", json::array()},
+                   {"distributions", json::array()},
+                   {"metadata", metadata},
+                   {"runtime", v.contains("runtime") && v["runtime"].is_number() ? v["runtime"] : json(-1.0)},
+                   {"runtime_stats", v.contains("runtime_stats") && v["runtime_stats"].is_object() ? v["runtime_stats"]
+                                                                                                   : json::object()},
+                   {"protocol", protocol},
+                   {"kernelbench", kb}};
+    if (have_kernel) {
+      FileText t = read_file(kernel);
+      if (t.ok) record["solution_hash"] = sha256_hex(t.text);
+    }
+    out.records.push_back(std::move(record));
+  }
+  if (missing_hidden)
+    out.warnings.push_back(
+        fmt::format("{}: {} compiled sample(s) have no entry; counted as failing the hidden "
+                    "distributions",
+                    hidden_file->string(), missing_hidden));
+  for (const auto& h : hidden_entries)
+    if (!seen.count({h.problem_id, h.sample_id}))
+      out.warnings.push_back(fmt::format("{}: problem {} sample {} has no entry in {}; ignored (no standard result)",
+                                         hidden_file->string(), h.problem_id, h.sample_id, eval_file.string()));
+  return out;
+}
+
+std::vector<UpstreamFile> find_upstream_files(const fs::path& run_dir) {
+  std::vector<UpstreamFile> out;
+  std::error_code ec;
+  auto hidden_for = [&](const std::string& name) -> std::optional<fs::path> {
+    fs::path p = run_dir / name;
+    std::error_code e;
+    if (fs::is_regular_file(p, e)) return p;
+    return std::nullopt;
+  };
+  if (fs::is_regular_file(run_dir / "eval_results.json", ec))
+    out.push_back({run_dir / "eval_results.json", hidden_for("eval_results_hidden.json"), std::nullopt});
+  static const std::regex per_level(R"(^eval_results_level(\d+)\.json$)");
+  std::vector<UpstreamFile> levels;
+  for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, per_level)) continue;
+    int level = std::stoi(m[1]);
+    levels.push_back({it->path(), hidden_for(fmt::format("eval_results_hidden_level{}.json", level)), level});
+  }
+  std::sort(levels.begin(), levels.end(), [](const auto& a, const auto& b) { return *a.level < *b.level; });
+  out.insert(out.end(), levels.begin(), levels.end());
+  return out;
+}
+
+std::optional<int> infer_run_level(const fs::path& run_dir) {
+  RunDiscovery d = discover_run(run_dir);
+  std::set<int> levels;
+  for (const auto& s : d.samples) levels.insert(s.level);
+  if (levels.size() == 1) return *levels.begin();
+  return std::nullopt;
+}
+
+nlohmann::ordered_json verified_eval_results(const std::vector<json>& records, bool hidden) {
+  std::map<std::pair<int, int>, const json*> ordered;
+  for (const auto& r : records) {
+    if (!r.is_object() || !r.contains("problem_id") || !r["problem_id"].is_number_integer() ||
+        !r.contains("sample_id") || !r["sample_id"].is_number_integer())
+      continue;
+    ordered[{r["problem_id"].get<int>(), r["sample_id"].get<int>()}] = &r;
+  }
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [key, rp] : ordered) {
+    const json& r = *rp;
+    SampleView v = view_of(r);
+    const std::optional<bool> gate = hidden ? v.hidden : v.standard;
+    if (!gate) continue;  // this record never ran that check
+    nlohmann::ordered_json e = nlohmann::ordered_json::object();
+    e["sample_id"] = key.second;
+    e["compiled"] = v.compiled;
+    e["correctness"] = *gate;
+    nlohmann::ordered_json metadata = r.contains("metadata") && r["metadata"].is_object()
+                                          ? nlohmann::ordered_json(r["metadata"])
+                                          : nlohmann::ordered_json::object();
+    if (hidden) metadata["hidden_failed_configs"] = v.failed_distributions;
+    e["metadata"] = metadata;
+    e["runtime"] = r.contains("runtime") && r["runtime"].is_number() ? r["runtime"].get<double>() : -1.0;
+    e["runtime_stats"] = r.contains("runtime_stats") && r["runtime_stats"].is_object()
+                             ? nlohmann::ordered_json(r["runtime_stats"])
+                             : nlohmann::ordered_json::object();
+    // Peak memory: kbv's measurement, else what an import carried.
+    std::optional<double> peak;
+    if (r.contains("memory") && r["memory"].is_object() && r["memory"].value("measured", false) &&
+        r["memory"].contains("candidate") && r["memory"]["candidate"].is_object())
+      peak = positive_number(r["memory"]["candidate"], "peak_bytes");
+    if (!peak && r.contains("kernelbench") && r["kernelbench"].is_object())
+      peak = positive_number(r["kernelbench"], "peak_memory");
+    if (peak) e["peak_memory"] = *peak;
+    out[fmt::format("{}_{}", key.first, key.second)] = std::move(e);
+  }
+  return out;
+}
+
+}  // namespace kbv

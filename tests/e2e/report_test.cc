@@ -1,0 +1,265 @@
+// End-to-end: `kbv import`, `kbv report`, `kbv export` on fixture runs (no workers needed), and
+// the HTML report opened in a real headless Chromium (skipped, visibly, when it is not installed).
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "report/upstream.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/subprocess.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kSource = KBV_SOURCE_DIR;
+const fs::path kData = kSource / "tests/data/report";
+
+struct Outcome {
+  int code = -1;
+  std::string output;
+};
+
+Outcome run(const std::vector<std::string>& argv, int timeout_s = 120) {
+  kbv::RunResult r = kbv::run_command(argv, {}, std::chrono::seconds(timeout_s));
+  return {r.status.exited ? r.status.code : -1, r.output + r.error};
+}
+
+Outcome kbv_cmd(std::vector<std::string> args) {
+  args.insert(args.begin(), KBV_BINARY);
+  return run(args);
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kbv-report-e2e-" + std::to_string(getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A kbv run folder whose store holds the fixture records (tests/data/report/make_fixture.py).
+fs::path kbv_fixture_run(const std::string& name) {
+  fs::path dir = temp_dir(name);
+  json records = json::parse(kbv::read_file(kData / "kbv_records.json").text);
+  std::string error;
+  auto store = kbv::Store::open(dir / "kbv.sqlite", error);
+  EXPECT_TRUE(store) << error;
+  if (!store) return dir;
+  const std::string phash = kbv::sha256_hex(records[0]["protocol"].dump());
+  for (const auto& r : records) {
+    kbv::RecordKey key{r["level"].get<int>(), r["problem_id"].get<int>(), r["sample_id"].get<int>(),
+                       r["solution_hash"].get<std::string>(), phash};
+    EXPECT_EQ(store->put(key, r), "");
+  }
+  return dir;
+}
+
+fs::path verified_fixture_run(const std::string& name) {
+  fs::path dir = temp_dir(name);
+  for (const char* f : {"eval_results.json", "eval_results_hidden.json"})
+    fs::copy_file(kData / "verified_run" / f, dir / f);
+  return dir;
+}
+
+std::string tf32_file() { return "tf32=" + (kData / "baseline_time_torch_tf32.json").string(); }
+std::string fp32_file() { return "fp32=" + (kData / "baseline_time_torch.json").string(); }
+
+TEST(ReportE2E, ImportReportExportKernelBenchVerified) {
+  fs::path dir = verified_fixture_run("verified");
+  Outcome o =
+      kbv_cmd({"import", dir.string(), "--level", "1", "--baseline-file", tf32_file(), "--baseline-file", fp32_file()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("7 record(s) from"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("kernelbench-verified"), std::string::npos) << o.output;
+  ASSERT_TRUE(fs::exists(dir / "kbv.sqlite"));
+  // Importing the same files again replaces, not duplicates.
+  ASSERT_EQ(
+      kbv_cmd({"import", dir.string(), "--level", "1", "--baseline-file", tf32_file(), "--baseline-file", fp32_file()})
+          .code,
+      0);
+  std::string error;
+  EXPECT_EQ(kbv::Store::open(dir / "kbv.sqlite", error)->rows().size(), 7u);
+
+  // The stored run reports without any baseline file: the speedups were stored.
+  o = kbv_cmd({"report", dir.string(), "--format", "json", "--out", (dir / "r.json").string(), "--problems",
+               (kSource / "problems").string()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  json r = json::parse(kbv::read_file(dir / "r.json").text);
+  const json& run = r["runs"][0];
+  EXPECT_EQ(run["protocol"], "kernelbench-import");
+  const json& level1 = run["scopes"][0];
+  // Denominator: the 6 level-1 problems of problems/; 47 and 95 have no sample.
+  EXPECT_EQ(level1["problems"], 6);
+  EXPECT_EQ(level1["slots"], 12);
+  EXPECT_EQ(level1["missing"], 5);
+  EXPECT_EQ(level1["hidden"]["correct"], 3);
+  EXPECT_EQ(level1["standard"]["correct"], 4);
+  // Best-of-n against tf32, hidden gate: 1 -> 1.92/2.4 = 0.8, 19 -> 0.0125/0.011, 23 -> 0.0341/0.029.
+  const double expected = std::cbrt(0.8 * (0.0125 / 0.011) * (0.0341 / 0.029));
+  EXPECT_NEAR(level1["hidden"]["best_of_n"]["speed"]["tf32"]["geomean_speedup_correct"].get<double>(), expected, 1e-9);
+  EXPECT_NEAR(level1["hidden"]["best_of_n"]["speed"]["tf32"]["fast_p"]["1"].get<double>(), 2.0 / 6, 1e-12);
+  // Standard gate: 19 takes sample 1 (0.0125/0.0026 = 4.8x).
+  EXPECT_NEAR(level1["standard"]["best_of_n"]["speed"]["tf32"]["geomean_speedup_correct"].get<double>(),
+              std::cbrt(0.8 * (0.0125 / 0.0026) * (0.0341 / 0.029)), 1e-9);
+  EXPECT_NEAR(level1["hidden"]["best_of_n"]["memory"]["correct_mem_efficiency"].get<double>(), std::cbrt(2.0), 1e-9);
+
+  // Written back in KernelBench-Verified's shape, the gates survive.
+  o = kbv_cmd({"export", dir.string(), "--to", (dir / "out").string()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  json standard = json::parse(kbv::read_file(dir / "out/eval_results.json").text);
+  json hidden = json::parse(kbv::read_file(dir / "out/eval_results_hidden.json").text);
+  json original = json::parse(kbv::read_file(dir / "eval_results.json").text);
+  ASSERT_EQ(standard.size(), original.size());
+  for (const auto& [key, entry] : original.items()) {
+    EXPECT_EQ(standard[key]["correctness"], entry["correctness"]) << key;
+    EXPECT_EQ(standard[key]["compiled"], entry["compiled"]) << key;
+    if (entry.contains("peak_memory")) {
+      EXPECT_EQ(standard[key]["peak_memory"], entry["peak_memory"]) << key;
+    }
+  }
+  EXPECT_EQ(hidden["19_1"]["correctness"], false);
+  EXPECT_EQ(hidden["19_0"]["correctness"], true);
+  EXPECT_EQ(hidden["1_1"]["correctness"], false) << "not compiled, so failed everywhere";
+
+  // The KernelBench shape as well.
+  o = kbv_cmd({"export", dir.string(), "--format", "kernelbench", "--to", (dir / "kb").string()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  json kb = json::parse(kbv::read_file(dir / "kb/eval_results.json").text);
+  EXPECT_EQ(kb["19"].size(), 2u);
+}
+
+TEST(ReportE2E, ReadsAnUpstreamFolderWithoutImporting) {
+  fs::path dir = verified_fixture_run("in_memory");
+  Outcome o = kbv_cmd({"report", dir.string(), "--level", "1", "--baseline-file", tf32_file()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("without storing them"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("| TF32 | 1.65× · fast_1 50.0% | 1.02× · fast_1 50.0% |"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("| FP32 (strict) | not measured | not measured |"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(dir / "kbv.sqlite")) << "a report never writes into the run folder";
+  // Without --level and without kernel files the level is unknown: an error that says what to pass.
+  o = kbv_cmd({"report", dir.string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("pass --level L"), std::string::npos) << o.output;
+}
+
+TEST(ReportE2E, UsableErrors) {
+  fs::path dir = temp_dir("errors");
+  Outcome o = kbv_cmd({"report", dir.string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("no kbv.sqlite and no eval_results.json"), std::string::npos) << o.output;
+  o = kbv_cmd({"report", (dir / "absent").string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("not a folder"), std::string::npos) << o.output;
+  o = kbv_cmd({"report", dir.string(), "--format", "pdf"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("use md, html, csv or json"), std::string::npos) << o.output;
+  fs::path run = kbv_fixture_run("refuse");
+  o = kbv_cmd({"import", run.string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("no eval_results.json"), std::string::npos) << o.output;
+  kbv::write_file_atomic(run / "eval_results.json", "{}");
+  o = kbv_cmd({"import", run.string(), "--level", "1"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("holds kbv's own results"), std::string::npos) << o.output;
+}
+
+TEST(ReportE2E, KbvRunInEveryFormat) {
+  fs::path dir = kbv_fixture_run("formats");
+  json records = json::parse(kbv::read_file(kData / "kbv_records.json").text);
+  for (const char* ext : {"md", "html", "csv", "json"}) {
+    fs::path out = dir / (std::string("report.") + ext);
+    Outcome o = kbv_cmd({"report", dir.string(), "--out", out.string()});
+    ASSERT_EQ(o.code, 0) << o.output;
+    EXPECT_NE(o.output.find(std::string("(") + ext + ")"), std::string::npos) << o.output;
+    ASSERT_TRUE(fs::exists(out)) << out;
+  }
+  json r = json::parse(kbv::read_file(dir / "report.json").text);
+  const json& scopes = r["runs"][0]["scopes"];
+  ASSERT_EQ(scopes.size(), 4u) << "levels 1, 2, 3 and all";
+  EXPECT_EQ(scopes[3]["name"], "all");
+  EXPECT_EQ(scopes[3]["records"], records.size());
+  EXPECT_EQ(scopes[3]["missing"], 1) << "level 3 problem 43 has no sample 2";
+  EXPECT_EQ(scopes[3]["samples_per_problem"], 3);
+  EXPECT_TRUE(scopes[3]["hidden"]["speed"]["tf32"]["measured"]);
+  EXPECT_TRUE(scopes[3]["hidden"]["best_of_n"]["memory"]["measured"]);
+  // The CSV: a header and one line per slot (the records plus the missing one).
+  std::istringstream csv(kbv::read_file(dir / "report.csv").text);
+  size_t lines = 0;
+  for (std::string line; std::getline(csv, line);) ++lines;
+  EXPECT_EQ(lines, records.size() + 2);
+  std::string md = kbv::read_file(dir / "report.md").text;
+  EXPECT_NE(md.find("cheat T"), std::string::npos) << "cheat classes in the verdict breakdown";
+  EXPECT_NE(md.find("failed on D4"), std::string::npos);
+}
+
+bool have_chromium() { return kbv::run_command({"chromium", "--version"}, {}, std::chrono::seconds(30)).status.exited; }
+
+// The HTML in a real browser: it renders, the plots are there, the script ran, no console message.
+TEST(ReportE2E, HtmlRendersInHeadlessChromium) {
+  if (!have_chromium())
+    GTEST_SKIP() << "chromium is not installed (apt-get install chromium): the HTML report was not opened in a browser";
+  fs::path kbv_run = kbv_fixture_run("demo-model");
+  fs::path upstream = verified_fixture_run("upstream-verified");
+  fs::path html = temp_dir("html") / "report.html";
+  Outcome o = kbv_cmd({"report", kbv_run.string(), upstream.string(), "--level", "1", "--baseline-file", tf32_file(),
+                       "--baseline-file", fp32_file(), "--out", html.string()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  const std::string url = "file://" + html.string();
+  const std::vector<std::string> common = {
+      "chromium", "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0"};
+
+  std::vector<std::string> dump = common;
+  dump.insert(dump.end(), {"--dump-dom", url});
+  kbv::RunResult d = kbv::run_command(dump, {}, std::chrono::seconds(120), 8 << 20);
+  ASSERT_TRUE(d.status.exited && d.status.code == 0) << d.status.describe() << d.error;
+  const std::string dom = d.output;
+  EXPECT_NE(dom.find("data-kbv-ready=\"ok\""), std::string::npos) << "the page's script did not finish";
+  EXPECT_EQ(dom.find("id=\"kbv-error\""), std::string::npos) << dom.substr(dom.find("kbv-error"), 400);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dom, m, std::regex("data-kbv-plots=\"(\\d+)\""))) << "plot count missing";
+  EXPECT_EQ(std::stoi(m[1]), 6) << "speedup, memory and verdict plots for each of the two runs";
+  for (const char* id : {"speedup-0", "memory-0", "verdict-0", "speedup-1", "leaderboard", "samples-1"})
+    EXPECT_NE(dom.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  EXPECT_NE(dom.find("<rect"), std::string::npos) << "histogram bars";
+  EXPECT_NE(dom.find("<circle"), std::string::npos) << "scatter points";
+
+  // Console messages (errors, warnings, logs) are reported on stderr as ":CONSOLE" lines.
+  // run_command merges stderr into output, so check a separate run's log file.
+  fs::path png = html.parent_path() / "report.png";
+  fs::path log = html.parent_path() / "chromium.log";
+  std::vector<std::string> shot = common;
+  shot.insert(shot.end(), {"--hide-scrollbars", "--window-size=1280,2200", "--screenshot=" + png.string(), url});
+  kbv::SpawnOptions so;
+  so.argv = shot;
+  so.log_path = log;
+  so.protocol_pipes = false;
+  std::string error;
+  auto child = kbv::spawn(so, error);
+  ASSERT_TRUE(child) << error;
+  auto status = kbv::wait_for(child->pid, std::chrono::seconds(120));
+  if (!status) kbv::kill_group(child->pid);
+  ASSERT_TRUE(status && status->exited && status->code == 0) << kbv::tail_file(log, 4000);
+  std::string chromium_log = kbv::read_file(log).text;
+  EXPECT_EQ(chromium_log.find(":CONSOLE"), std::string::npos) << chromium_log;
+  ASSERT_TRUE(fs::exists(png));
+  EXPECT_GT(fs::file_size(png), 30000u) << "a blank page compresses to a few KB";
+  std::ifstream in(png, std::ios::binary);
+  char sig[8] = {};
+  in.read(sig, 8);
+  EXPECT_EQ(std::string(sig + 1, 3), "PNG");
+  // Kept for docs/: KBV_REPORT_SCREENSHOT=path copies it out.
+  if (const char* keep = std::getenv("KBV_REPORT_SCREENSHOT"); keep && *keep)
+    fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
+}
+
+}  // namespace
