@@ -445,8 +445,8 @@ class CppAnalysis {
       const auto& [f0, c0] = aten.front();
       if (!own) {
         report("aten_compute", "reject", "T11", f0->unit, c0->line,
-               fmt::format("{}() returns what ATen computes ({}) and runs no kernel or loop of its own: the "
-                           "PyTorch operator does the work. Write the computation as a kernel; allocation "
+               fmt::format("{}() gets its result from {} and runs no kernel or loop of its own: the library "
+                           "(ATen, cuBLAS, cuDNN) does the work. Write the computation as a kernel; allocation "
                            "(torch::empty...), shape and pointer calls are fine",
                            entry.name, names));
       } else {

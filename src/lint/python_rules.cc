@@ -381,6 +381,10 @@ class PyRules {
         if (!seeds.count(j) && c.path.back() != "manual_seed") continue;
         std::string fn = fn_name(s);
         if (fn == "get_inputs" || fn == "get_init_inputs") continue;  // the problem's own code, copied
+        // g.manual_seed(...) on a generator of its own: the global generator is untouched.
+        bool own_generator = !seeds.count(j);
+        if (c.path[0] == "?") j = ".manual_seed";
+        if (own_generator && fn == "__init__") continue;
         if (fn == "__init__")
           report("rng_seed", "warn", "T13", c.line,
                  fmt::format("{}() in __init__ reseeds the generator the harness seeded to build the weights: they "
@@ -424,10 +428,16 @@ class PyRules {
   }
 
   // --- T5: output caches --------------------------------------------------------------------
-  // A key made from an input's identity, address, shape or content, in `fi`'s body: "x.shape" at line.
+  // A key made from an input's identity, address, shape or content in `fi`'s body, the most
+  // specific one first: "x.data_ptr" and its line.
   std::pair<std::string, int> input_key(int fi) const {
     std::set<std::string> params(f_.funcs[fi].params.begin(), f_.funcs[fi].params.end());
     params.erase("self");
+    std::pair<std::string, int> best{"", 0};
+    int best_rank = 0;
+    auto offer = [&](std::string what, int line, int rank) {
+      if (rank > best_rank) best = {std::move(what), line}, best_rank = rank;
+    };
     for (int s : body_of(fi)) {
       const PyStmt& st = f_.stmts[s];
       for (int k = st.begin; k < st.end; ++k) {
@@ -435,21 +445,24 @@ class PyRules {
         if (x.kind != PyKind::Name) continue;
         if ((x.text == "id" || x.text == "hash") && k + 2 < st.end && is_op(t_[k + 1], "(") &&
             params.count(t_[k + 2].text))
-          return {x.text + "(" + t_[k + 2].text + ")", x.line};
+          offer(x.text + "(" + t_[k + 2].text + ")", x.line, 3);
         if (params.count(x.text) && k + 2 < st.end && is_op(t_[k + 1], ".")) {
           const std::string& a = t_[k + 2].text;
-          if (in(a, {"data_ptr", "shape", "size", "tobytes", "numpy", "tolist", "untyped_storage", "storage",
-                     "_cdata", "__array_interface__", "_version", "item", "sum"}))
-            return {x.text + "." + a, x.line};
+          if (in(a, {"data_ptr", "untyped_storage", "storage", "_cdata", "__array_interface__", "_version"}))
+            offer(x.text + "." + a, x.line, 3);
+          else if (in(a, {"tobytes", "numpy", "tolist", "item", "sum"}))
+            offer("the content of " + x.text, x.line, 2);
+          else if (in(a, {"shape", "size"}))
+            offer(x.text + "." + a, x.line, 1);
         }
         if (params.count(x.text) && ((k + 1 < st.end && is_name(t_[k + 1], "is")) || (k > st.begin && is_name(t_[k - 1], "is"))))
-          return {"identity (is) of " + x.text, x.line};
+          offer("the identity of " + x.text, x.line, 3);
         if (x.text == "equal" && k + 2 < st.end && is_op(t_[k + 1], "(") && params.count(t_[k + 2].text))
-          return {"torch.equal(" + t_[k + 2].text + ", ...)", x.line};
-        if (x.text == "hashlib") return {"a hashlib digest", x.line};
+          offer("torch.equal(" + t_[k + 2].text + ", ...)", x.line, 2);
+        if (x.text == "hashlib") offer("a hashlib digest of the input", x.line, 2);
       }
     }
-    return {"", 0};
+    return best;
   }
 
   // Statements that run whenever `r` (in function fi) does: earlier siblings (compound ones by
@@ -467,8 +480,7 @@ class PyRules {
         if (!x.compound || x.kw == "with" || x.kw == "try") {
           for (int d : subtree(f_, sib)) ranges.push_back({f_.stmts[d].begin, f_.stmts[d].end});
         } else {
-          ranges.push_back({x.begin, x.end});
-          if (x.kw == "else" || x.kw == "elif" || x.kw == "except" || x.kw == "finally") continue;
+          ranges.push_back({x.begin, x.end});  // if/for/while...: only the header surely runs
         }
       }
     }
@@ -690,6 +702,15 @@ class PyRules {
     });
   }
 
+  // A function defined in the file that `c` calls from statement s (self.m or a module function).
+  int callee(const PyCall& c, int s) const {
+    if (c.path.size() == 2 && c.path[0] == "self" && f_.class_of[s] >= 0) return f_.find_method(f_.class_of[s], c.path[1]);
+    if (c.path.size() == 1)
+      for (size_t k = 0; k < f_.funcs.size(); ++k)
+        if (f_.funcs[k].cls < 0 && f_.funcs[k].name == c.path[0]) return static_cast<int>(k);
+    return -1;
+  }
+
   void fallback_rule() {
     each_stmt([&](int s, const PyStmt& st) {
       if (st.kw != "except") return;
@@ -697,7 +718,25 @@ class PyRules {
         if (d == s || f_.dead[d]) continue;
         std::string what;
         int line = 0;
-        if (torch_compute(d, f_.stmts[d].begin, f_.stmts[d].end, &what, &line)) {
+        bool computes = torch_compute(d, f_.stmts[d].begin, f_.stmts[d].end, &what, &line);
+        // One level down: a helper of its own that computes with PyTorch and runs no kernel.
+        for (const PyCall& c : calls_in(f_, f_.stmts[d].begin, f_.stmts[d].end)) {
+          int fi = computes ? -1 : callee(c, d);
+          if (fi < 0 || f_.funcs[fi].calls_kernel) continue;
+          for (int b : body_of(fi)) {
+            std::string inner;
+            int inner_line = 0;
+            if (torch_compute(b, f_.stmts[b].begin, f_.stmts[b].end, &inner, &inner_line)) {
+              computes = true;
+              what = fmt::format("{}() at line {}, through {}()", inner.substr(0, inner.size() - 2),
+                                 inner_line + offset_, f_.funcs[fi].name);
+              line = c.line;
+              break;
+            }
+          }
+          if (computes) break;
+        }
+        if (computes) {
           report("try_fallback", "reject", "T11", line,
                  fmt::format("the except handler at line {} computes with PyTorch ({}): when the kernel fails, "
                              "PyTorch silently does the work. Let the error propagate",
@@ -729,6 +768,11 @@ class PyRules {
     }
     if (forward_ >= 0 && f_.funcs[forward_].calls_kernel) return;
     if (forward_ >= 0 && mn.kernel_module) return;
+    // The compiled function handed on uncalled (to a pool, map, functools.partial) is still used.
+    for (int fi : reach_)
+      for (int s : body_of(fi))
+        for (const PyRef& r : refs_in(f_, f_.stmts[s].begin, f_.stmts[s].end))
+          if (!r.called && f_.is_handle(r.path, s)) return;
     report("kernel_not_called", "reject", "T11", what.empty() ? line : what_line,
            fmt::format("ModelNew.forward never calls the compiled kernel{}: the custom code is built but PyTorch "
                        "does the work",

@@ -632,6 +632,10 @@ PyFacts analyze_python(std::string_view source) {
     for (PyClass& c : f.classes) {
       if (c.kernel_module) continue;
       int cls = static_cast<int>(&c - f.classes.data());
+      // Its forward/__call__/apply, or any other method but __init__, reaches compiled code
+      // (an autograd.Function, a module, a wrapper class whose hooks run the kernel).
+      for (const auto& [name, fi] : c.methods)
+        if (name != "__init__" && f.funcs[fi].calls_kernel) c.kernel_module = true;
       for (const char* m : {"forward", "__call__", "apply"}) {
         int fi = f.find_method(cls, m);
         if (fi >= 0 && f.funcs[fi].calls_kernel) c.kernel_module = true;

@@ -480,7 +480,8 @@ RecoveredSources recover_sources(const PyFacts& f, const std::string& file, cons
         add_units(v, name, fmt::format("{} of the {} call at line {}", name, kind, c.line + line_offset), c.line);
       };
       if (kind == "load_inline") {
-        source_arg("cpp_sources", 1, true);
+        bool any = arg("cpp_sources", 1) || arg("cuda_sources", 2);
+        source_arg("cpp_sources", 1, !any);
         source_arg("cuda_sources", 2, false);
         if (auto r = arg("functions", 3)) {
           Value v = ev.expr(r->first, r->second, s, 0);

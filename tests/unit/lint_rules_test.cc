@@ -309,7 +309,14 @@ TEST(LintRules, TryFallback) {
   EXPECT_REJECTS(solution("    def forward(self, x):\n        try:\n            return ext.f(x)\n"
                           "        except RuntimeError:\n            return x.clamp(min=0)\n"),
                  "try_fallback");
-  // Twins: a guarded import, a handler that re-raises, a harmless pass.
+  EXPECT_REJECTS(solution("    def forward(self, x):\n        try:\n            return ext.f(x)\n"
+                          "        except RuntimeError:\n            return self.slow(x)\n"
+                          "    def slow(self, x):\n        return torch.where(x > 0, x, torch.zeros_like(x))\n"),
+                 "try_fallback");
+  // Twins: a guarded import, a handler that re-raises, a harmless pass, another kernel of its own.
+  EXPECT_CLEAN(solution("    def forward(self, x):\n        try:\n            return ext.f(x)\n"
+                        "        except RuntimeError:\n            return self.other(x)\n"
+                        "    def other(self, x):\n        return ext.f(x.contiguous())\n"));
   EXPECT_CLEAN(solution("    def forward(self, x):\n        try:\n            return ext.f(x)\n"
                         "        except RuntimeError as e:\n            raise RuntimeError('relu kernel failed') from e\n"
                         "    def hook(self):\n        pass\n",
