@@ -1,5 +1,6 @@
 #include "lint/cpp_lexer.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace kbv {

@@ -171,8 +171,8 @@ class Lexer {
     }
   }
 
-  // One name, number, string or operator at i_, appended to `dest`. Brackets update depth_
-  // only for the top-level stream (`track_depth`).
+  // One name, number, string or operator at i_, appended to `dest`. Brackets update the
+  // top-level depth, or `field_depth` inside an f-string field.
   void lex_one(std::vector<PyToken>& dest, int* field_depth = nullptr) {
     unsigned char c = static_cast<unsigned char>(s_[i_]);
     PyToken t;

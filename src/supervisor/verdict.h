@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lint/finding.h"
+
 namespace kbv {
 
 struct Distribution {
@@ -25,6 +27,7 @@ struct Protocol {
   std::optional<uint64_t> seed;             // fixed master seed (--seed); none: secret seeds from the OS
   std::string reference_precision = "fp32-strict";  // TF32 off for the correctness reference
   int construction_seed = 42;               // KernelBench: before get_init_inputs, Model, ModelNew
+  Policy policy = Policy::strict;           // static findings: strict rejects, lenient only warns (docs/POLICY.md)
 
   nlohmann::json to_json() const;
 };
