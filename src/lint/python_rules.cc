@@ -350,8 +350,11 @@ class PyRules {
       for (const PyCall& c : calls_in(f_, st.begin, st.end)) {
         std::string j = join(c.canonical);
         bool bare = c.path.size() == 1 && !f_.imports.count(c.path[0]) && !own.count(c.path[0]);
-        bool dynamic = (bare && (j == "exec" || j == "eval" || j == "compile" || j == "__import__")) ||
-                       starts_with(j, "importlib.") || j == "marshal.loads" || j == "pickle.loads" ||
+        // importlib loads code; asking whether a package exists (find_spec, metadata) does not.
+        bool loads = starts_with(j, "importlib.") && !starts_with(j, "importlib.util.find_spec") &&
+                     !starts_with(j, "importlib.metadata");
+        bool dynamic = (bare && (j == "exec" || j == "eval" || j == "compile" || j == "__import__")) || loads ||
+                       j == "marshal.loads" || j == "pickle.loads" ||
                        j == "types.FunctionType" || j == "types.CodeType" || starts_with(j, "runpy.");
         if (j == "getattr" && c.open + 1 < c.close) {
           auto args = split_commas(t_, c.open + 1, c.close);

@@ -132,7 +132,9 @@ TEST(LintRules, DynamicCode) {
   EXPECT_REJECTS(solution(kForward, kLoop, "name = 're' + 'lu'\nfn = getattr(torch, name)\n"), "dynamic_code");
   EXPECT_REJECTS(solution(kForward, kLoop, "import importlib\nm = importlib.import_module('gc')\n"), "dynamic_code");
   EXPECT_CLEAN(solution("    def forward(self, x):\n        w = getattr(self, 'weight', None)\n        return ext.f(x)\n",
-                        kLoop, "import re\npattern = re.compile('x')\n"));
+                        kLoop,
+                        "import re, importlib.util\npattern = re.compile('x')\n"
+                        "HAS_TRITON = importlib.util.find_spec('triton') is not None\n"));
 }
 
 TEST(LintRules, RngSeed) {
