@@ -71,7 +71,6 @@ struct Call {
   std::vector<std::string> qual;  // {"at", "relu"}; {"", "write"} for ::write
   bool member = false;
   int line = 0;  // unit text line
-  int at = 0;    // index in the body
 };
 
 struct Fn {
@@ -83,7 +82,6 @@ struct Fn {
   std::vector<Call> calls;
   std::vector<std::string> launched;  // kernels launched with <<<>>>
   bool own_work = false;              // a launch, or a loop that stores through memory
-  int own_line = 0;
 };
 
 class CppAnalysis {
@@ -96,9 +94,10 @@ class CppAnalysis {
       Unit x;
       x.src = &u;
       x.lex = lex_cpp(u.text.text);
-      for (const CppMacro& m : x.lex.macros) macros_[m.name] = &m;
       units_.push_back(std::move(x));
     }
+    for (const Unit& u : units_)  // units_ does not change from here on
+      for (const CppMacro& m : u.lex.macros) macros_[m.name] = &m;
     for (size_t u = 0; u < units_.size(); ++u) functions(static_cast<int>(u));
     for (const Fn& f : fns_) names_.insert(f.name);
     for (Fn& f : fns_) analyse(f);
@@ -264,7 +263,6 @@ class CppAnalysis {
       const CppToken& x = t[k];
       if (is_p(x, "<<<")) {
         f.own_work = true;
-        if (!f.own_line) f.own_line = x.line;
         int j = k - 1;
         if (j >= 0 && is_p(t[j], ">")) {  // kernel<T><<<
           int depth = 0;
@@ -279,7 +277,6 @@ class CppAnalysis {
       }
       if ((is_id(x, "for") || is_id(x, "while") || is_id(x, "do")) && loop_stores(t, k)) {
         f.own_work = true;
-        if (!f.own_line) f.own_line = x.line;
       }
       if (x.kind != CppKind::Ident || k + 1 >= n) continue;
       int open = k + 1;
@@ -296,7 +293,6 @@ class CppAnalysis {
       Call c;
       c.qual.push_back(x.text);
       c.line = x.line;
-      c.at = k;
       int j = k;
       while (j >= 2 && is_p(t[j - 1], "::") && t[j - 2].kind == CppKind::Ident) {
         j -= 2;
@@ -306,7 +302,6 @@ class CppAnalysis {
       if (j >= 1 && (is_p(t[j - 1], ".") || is_p(t[j - 1], "->"))) c.member = true;
       if (!c.member && kLaunchCalls.count(x.text)) {
         f.own_work = true;
-        if (!f.own_line) f.own_line = x.line;
       }
       f.calls.push_back(std::move(c));
     }

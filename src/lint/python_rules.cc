@@ -144,7 +144,18 @@ class PyRules {
       for (int s : body_of(fi))
         for (const PyCall& c : calls_in(f_, f_.stmts[s].begin, f_.stmts[s].end)) {
           int target = -1;
-          if (c.path.size() == 2 && c.path[0] == "self" && cls >= 0) target = f_.find_method(cls, c.path[1]);
+          if (c.path.size() == 2 && c.path[0] == "self" && cls >= 0) {
+            target = f_.find_method(cls, c.path[1]);
+            // self.block(x), block = Block(...) of the file: Block.forward.
+            for (const PyAssign& a : f_.assigns) {
+              if (target >= 0 || f_.class_of[a.stmt] != cls || a.targets.size() != 1) continue;
+              auto [x, y] = a.targets[0];
+              if (y - x != 3 || !is_name(t_[x], "self") || t_[x + 2].text != c.path[1]) continue;
+              auto inner = calls_in(f_, a.value_begin, a.value_end);
+              if (!inner.empty() && inner[0].path.size() == 1 && f_.class_index(inner[0].path[0]) >= 0)
+                target = f_.find_method(f_.class_index(inner[0].path[0]), "forward");
+            }
+          }
           if (c.path.size() == 1) {
             for (size_t k = 0; k < f_.funcs.size() && target < 0; ++k)
               if (f_.funcs[k].cls < 0 && f_.funcs[k].name == c.path[0]) target = static_cast<int>(k);

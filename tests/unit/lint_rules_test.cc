@@ -156,6 +156,11 @@ TEST(LintRules, RegenerateInputs) {
   EXPECT_REJECTS(solution("    def forward(self, x):\n        return ext.f(self._draw(x))\n"
                           "    def _draw(self, x):\n        return torch.empty_like(x).uniform_()\n"),
                  "regenerate_inputs");
+  EXPECT_REJECTS(solution("    def build(self):\n        self.block = Block()\n"
+                          "    def forward(self, x):\n        return self.block(x)\n",
+                          kLoop,
+                          "class Block(nn.Module):\n    def forward(self, x):\n        return ext.f(torch.rand_like(x))\n"),
+                 "regenerate_inputs");
   EXPECT_REJECTS(solution("    def forward(self, x):\n        return ext.f(get_inputs()[0])\n", kLoop,
                           "def get_inputs():\n    return [torch.rand(8)]\n"),
                  "regenerate_inputs");
