@@ -33,6 +33,7 @@ struct CommonFlags {
   std::string device;
   std::string python;
   std::string protocol = "kbv";
+  std::string policy = "strict";
   int trials = -1;
   double tolerance = -1;
   std::optional<uint64_t> seed;
@@ -45,6 +46,11 @@ struct CommonFlags {
     app->add_option("--protocol", protocol,
                     "kbv (KernelBench-Verified: 4 hidden distributions, 1e-3) or kernelbench (upstream, 1e-2)")
         ->check(CLI::IsMember({"kbv", "kernelbench"}));
+    app->add_option("--policy", policy,
+                    "strict (a cheating finding of the static analysis rejects, the candidate never runs) or "
+                    "lenient (findings are warnings, as upstream: docs/POLICY.md)")
+        ->check(CLI::IsMember({"strict", "lenient"}))
+        ->capture_default_str();
     app->add_option("--trials", trials, "correctness trials (each over every distribution)")->check(CLI::PositiveNumber);
     app->add_option("--tolerance", tolerance, "atol = rtol = relative-L2 tolerance")->check(CLI::PositiveNumber);
     app->add_option("--seed", seed, "fixed master seed (default: secret seeds from the OS)");
@@ -62,6 +68,7 @@ struct CommonFlags {
     if (trials > 0) o.protocol.trials = trials;
     if (tolerance > 0) o.protocol.atol = o.protocol.rtol = o.protocol.rel_l2 = tolerance;
     o.protocol.seed = seed;
+    o.protocol.policy = *kbv::parse_policy(policy);
     o.device = device;
     o.timeouts = timeouts;
     o.cache_dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
@@ -200,6 +207,35 @@ int list_problems(const std::string& dir, std::optional<int> level, const Common
   return 0;
 }
 
+// `kbv lint`: one finding per line (file:line: severity rule (Tn): message), or the JSON report.
+// Exit code 0: clean or warnings only, 1: rejected, 2: the file cannot be read.
+int lint_one(const std::string& path, const std::string& policy, bool as_json) {
+  kbv::SolutionSource s = kbv::load_solution(path);
+  if (!s.ok) {
+    std::fprintf(stderr, "kbv lint: %s\n", s.error.c_str());
+    return 2;
+  }
+  kbv::LintReport r = kbv::lint_candidate(s, path, *kbv::parse_policy(policy));
+  if (as_json) {
+    std::cout << r.to_json().dump(2) << "\n";
+  } else {
+    for (const auto& f : r.findings)
+      std::printf("%s:%d: %s %s%s: %s\n", f.file.c_str(), f.line, f.severity.c_str(), f.rule.c_str(),
+                  f.cheat.empty() ? "" : (" (" + f.cheat + ")").c_str(), f.message.c_str());
+    size_t warns = r.findings.size();
+    for (const auto& f : r.findings) warns -= f.severity == "reject";
+    std::printf("%s: %s (%s policy; %zu C++/CUDA source%s read, %zu warning%s)\n", path.c_str(),
+                r.rejected() ? "rejected" : r.findings.empty() ? "clean" : "not rejected", policy.c_str(),
+                r.units.size(), r.units.size() == 1 ? "" : "s", warns, warns == 1 ? "" : "s");
+  }
+  return r.rejected() ? 1 : 0;
+}
+
+void list_rules() {
+  for (const auto& r : kbv::lint_rules())
+    std::printf("%-20s %-4s %-7s %s\n", r.id, *r.cheat ? r.cheat : "-", r.severity, r.what);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -249,6 +285,9 @@ int main(int argc, char** argv) {
   std::string manifest = "examples/manifest.json", self_json;
   selftest->add_option("--manifest", manifest, "the corpus manifest")->capture_default_str();
   selftest->add_option("--json", self_json, "write the JSON summary here ('-': stdout)");
+  bool self_static = false;
+  selftest->add_flag("--static", self_static,
+                     "only the static analysis (kbv lint) over every entry, CUDA ones included: no worker, no GPU");
   int self_jobs = default_jobs;
   selftest->add_option("--build-jobs", self_jobs, "candidates compiled at once")->capture_default_str();
   self_flags.add(selftest);
@@ -289,6 +328,16 @@ int main(int argc, char** argv) {
                          "verified (pid_sid keys, eval_results_hidden.json) or kernelbench (pid lists)")
       ->check(CLI::IsMember({"verified", "kernelbench"}))
       ->capture_default_str();
+  auto* lint = app.add_subcommand(
+      "lint", "static analysis of a solution's Python and of the C++/CUDA it compiles, against the known cheats");
+  std::string lint_file, lint_policy = "strict";
+  bool lint_json = false, lint_list = false;
+  lint->add_option("solution", lint_file, "a solution file (.py, or a model's raw answer .md/.txt)");
+  lint->add_flag("--json", lint_json, "print the report as JSON (file, policy, rejected, units, findings)");
+  lint->add_option("--policy", lint_policy, "strict (reject findings reject) or lenient (all are warnings)")
+      ->check(CLI::IsMember({"strict", "lenient"}))
+      ->capture_default_str();
+  lint->add_flag("--rules", lint_list, "list the rules: id, cheat class, severity, what they look for");
 
   try {
     app.parse(argc, argv);
@@ -343,12 +392,24 @@ int main(int argc, char** argv) {
     return kbv::export_command(export_opts);
   }
   if (*build) return build_one(build_flags, build_solution);
+  if (*lint) {
+    if (lint_list) {
+      list_rules();
+      return 0;
+    }
+    if (lint_file.empty()) {
+      std::fprintf(stderr, "kbv lint: give a solution file (or --rules)\n");
+      return 2;
+    }
+    return lint_one(lint_file, lint_policy, lint_json);
+  }
   if (*selftest) {
     kbv::SelftestOptions so;
     so.manifest = manifest;
     so.device = self_flags.device;
     so.eval = self_flags.options();
     so.build_jobs = self_jobs;
+    so.static_only = self_static;
     std::string error;
     json summary = kbv::run_selftest(so, error);
     if (!error.empty()) {

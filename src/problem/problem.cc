@@ -506,6 +506,7 @@ SolutionSource load_solution(const fs::path& path) {
   }
   out.ok = true;
   out.code = std::move(found.code);
+  out.first_line = found.first_line;
   return out;
 }
 

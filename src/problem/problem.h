@@ -70,6 +70,7 @@ struct SolutionSource {
   bool ok = false;
   std::string code;
   std::string origin;            // "file" or "markdown block 1 of 3 (python), line 12"
+  int first_line = 1;            // the line of the file where `code` starts
   std::string error;             // "<path>: no fenced code block in the answer", "cannot read <path>: ..."
 };
 SolutionSource load_solution(const std::filesystem::path& path);

@@ -93,6 +93,19 @@ void set_verdict(json& record, const std::string& verdict, const std::string& me
   record["correctness"] = verdict == "correct";
 }
 
+// Findings with severity "reject" (static ones only when the policy is strict; runtime ones always).
+bool has_reject(const json& record) {
+  for (const auto& f : record["findings"])
+    if (f.value("severity", "") == "reject") return true;
+  return false;
+}
+
+const json& first_reject(const json& record) {
+  for (const auto& f : record["findings"])
+    if (f.value("severity", "") == "reject") return f;
+  return record["findings"].at(0);
+}
+
 std::string python_path(const fs::path& p) {
   std::error_code ec;
   fs::path a = fs::absolute(p, ec);
@@ -256,6 +269,15 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
   return b;
 }
 
+LintReport lint_candidate(const SolutionSource& solution, const fs::path& solution_path, Policy policy) {
+  LintOptions o;
+  o.policy = policy;
+  o.file = solution_path.string();
+  o.base_dir = solution_path.parent_path();
+  o.line_offset = solution.first_line - 1;
+  return lint_solution(solution.code, o);
+}
+
 // ---------------------------------------------------------------------------------------------
 BuildQueue::BuildQueue(std::vector<Item> items, const Environment& env, int jobs)
     : items_(std::move(items)), env_(env), promises_(items_.size()) {
@@ -272,6 +294,9 @@ BuildQueue::BuildQueue(std::vector<Item> items, const Environment& env, int jobs
         } else if (!item.solution.ok) {
           br.kind = "compile_error";
           br.message = item.solution.error;
+        } else if (lint_candidate(item.solution, item.path, item.options.protocol.policy).rejected()) {
+          br.kind = "rejected";  // evaluate_pair rejects it before using the build: never compiled
+          br.message = "rejected by the static analysis";
         } else {
           br = build_candidate(item.solution, item.path, item.options, env_);
         }
@@ -299,6 +324,16 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   }
   record["solution_hash"] = sha256_hex(solution.code);
   record["source_origin"] = solution.origin;
+
+  // 0. Static analysis: under the strict policy a rejecting finding ends it before any build.
+  LintReport lint = lint_candidate(solution, pair.solution_path, options.protocol.policy);
+  record["findings"] = lint.findings_json();
+  if (lint.rejected()) {
+    set_verdict(record, "rejected", lint.rejection_message());
+    record["metadata"]["correctness_issue"] = record["message"];
+    record["seconds"] = since(t0);
+    return record;
+  }
 
   // 1. Build, in its own process, into the content-addressed cache.
   BuildResult built = prebuilt ? *prebuilt : build_candidate(solution, pair.solution_path, options, env);
@@ -354,7 +389,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
     if (f.contains("traceback")) record["traceback"] = f["traceback"];
     if (verdict == "rejected")
       record["findings"].push_back({{"rule", "plain_output"}, {"severity", "reject"}, {"message", message},
-                                    {"evidence", "output type seen by the candidate worker"}});
+                                    {"evidence", "output type seen by the candidate worker"}, {"cheat", "T3"}});
   };
   Reply r = cand->call({{"op", "load"},
                         {"path", python_path(pair.solution_path)},
@@ -434,13 +469,14 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
       if (!ok) entry["reason"] = chk.body["reason"];
       if (!chk.body["mutated_inputs"].empty()) {
         entry["mutated_inputs"] = chk.body["mutated_inputs"];
-        if (record["findings"].empty())
+        if (!has_reject(record))
           record["findings"].push_back(
               {{"rule", "input_mutation"},
                {"severity", "reject"},
                {"message", fmt::format("the candidate changed input(s) {} which the reference leaves unchanged",
                                        chk.body["mutated_inputs"].dump())},
-               {"evidence", fmt::format("trial {} {}", trial, d.name)}});
+               {"evidence", fmt::format("trial {} {}", trial, d.name)},
+               {"cheat", "T8"}});
       }
       if (ok) ++passed;
       if (!ok && first_failure.empty())
@@ -452,8 +488,8 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   record["metadata"]["correctness_trials"] = fmt::format("({} / {})", passed, total);
   record["seconds"] = since(t0);
   if (stopped) return record;
-  if (!record["findings"].empty()) {
-    set_verdict(record, "rejected", record["findings"][0]["message"]);
+  if (has_reject(record)) {
+    set_verdict(record, "rejected", first_reject(record)["message"]);
     record["metadata"]["correctness_issue"] = record["message"];
   } else if (passed == total && total > 0) {
     set_verdict(record, "correct", fmt::format("passed {} of {} checks", passed, total));

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lint/lint.h"
 #include "problem/problem.h"
 #include "supervisor/session.h"
 #include "supervisor/verdict.h"
@@ -114,7 +115,11 @@ class BuildQueue {
   std::vector<std::thread> threads_;
 };
 
-// One pair: build, load, trials x distributions, verdict. Never throws; every failure is a record.
+// Static analysis of a candidate (src/lint) as `kbv eval` runs it: evidence names the solution
+// file, lines of a Markdown answer's block are the answer file's lines.
+LintReport lint_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path, Policy policy);
+
+// One pair: lint, build, load, trials x distributions, verdict. Never throws; every failure is a record.
 nlohmann::json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
                              ReferenceHost& reference, const BuildResult* prebuilt = nullptr);
 

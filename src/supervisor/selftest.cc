@@ -1,6 +1,8 @@
 #include "supervisor/selftest.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -14,21 +16,75 @@ using nlohmann::json;
 
 namespace {
 
-void print_matrix(const std::map<std::string, std::map<std::string, int>>& matrix) {
+std::vector<std::string> verdict_columns(bool static_only) {
+  if (static_only) return {"rejected", "passes_lint"};
   std::vector<std::string> cols;
   for (const char* v : kVerdicts) cols.push_back(v);
+  return cols;
+}
+
+// Cells are 7 wide (verdicts cut to 7 letters), 11 for the static analysis' two columns.
+std::string cell(const std::string& s, bool static_only) {
+  return static_only ? fmt::format(" {:>11}", s) : fmt::format(" {:>7.7}", s);
+}
+
+void print_matrix(const std::map<std::string, std::map<std::string, int>>& matrix, bool static_only) {
+  std::vector<std::string> cols = verdict_columns(static_only);
   std::string header = fmt::format("{:<15}", "expected\\got");
-  for (const auto& c : cols) header += fmt::format(" {:>7.7}", c);
+  for (const auto& c : cols) header += cell(c, static_only);
   std::fprintf(stderr, "%s\n", header.c_str());
-  for (const auto& row : cols) {
+  for (const auto& row : verdict_columns(false)) {
     auto it = matrix.find(row);
     if (it == matrix.end()) continue;
     std::string line = fmt::format("{:<15}", row);
     for (const auto& c : cols) {
-      auto cell = it->second.find(c);
-      line += cell == it->second.end() ? fmt::format(" {:>7}", ".") : fmt::format(" {:>7}", cell->second);
+      auto hit = it->second.find(c);
+      line += cell(hit == it->second.end() ? "." : std::to_string(hit->second), static_only);
     }
     std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+// "honest", "failure" (a broken solution, no cheat), or the cheat class; T-classes in numeric order.
+std::string class_of(const std::string& cheat, const std::string& expected) {
+  if (!cheat.empty()) return cheat;
+  return expected == "correct" ? "honest" : "failure";
+}
+
+int class_rank(const std::string& c) {
+  if (c == "honest") return 0;
+  if (c == "failure") return 1;
+  if (c.size() > 1 && c[0] == 'T') return 1 + std::atoi(c.c_str() + 1);
+  return 100;
+}
+
+struct ClassRow {
+  std::map<std::string, std::map<std::string, int>> matrix;  // expected -> got -> n
+  int total = 0, matches = 0, caught = 0;
+};
+
+void print_classes(const std::map<std::string, ClassRow>& classes, bool static_only) {
+  std::vector<std::string> cols = verdict_columns(static_only);
+  std::vector<std::string> order;
+  for (const auto& [c, row] : classes) order.push_back(c);
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return class_rank(a) < class_rank(b); });
+  std::string header = fmt::format("{:<8} {:<13}", "class", "expected\\got");
+  for (const auto& c : cols) header += cell(c, static_only);
+  header += "   match";
+  std::fprintf(stderr, "%s\n", header.c_str());
+  for (const auto& c : order) {
+    const ClassRow& row = classes.at(c);
+    bool first = true;
+    for (const auto& [expected, got] : row.matrix) {
+      std::string line = fmt::format("{:<8} {:<13}", first ? c : "", expected);
+      for (const auto& col : cols) {
+        auto hit = got.find(col);
+        line += cell(hit == got.end() ? "." : std::to_string(hit->second), static_only);
+      }
+      if (first) line += fmt::format("   {}/{}", row.matches, row.total);
+      std::fprintf(stderr, "%s\n", line.c_str());
+      first = false;
+    }
   }
 }
 
@@ -46,6 +102,12 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     return {};
   }
   fs::path root = opt.root.empty() ? fs::absolute(opt.manifest).parent_path().parent_path() : opt.root;
+  auto options_for = [&](const json& e) {
+    EvalOptions o = opt.eval;
+    o.device = e.value("device", "cpu");
+    if (auto p = parse_policy(e.value("policy", ""))) o.protocol.policy = *p;
+    return o;
+  };
 
   // One environment per device present in the corpus; its probe worker becomes the reference.
   std::map<std::string, std::unique_ptr<ReferenceHost>> hosts;
@@ -53,7 +115,7 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
   std::map<std::string, std::string> env_errors;
   for (const auto& e : manifest) {
     std::string device = e.value("device", "cpu");
-    if (!opt.device.empty() && device != opt.device) continue;
+    if ((!opt.device.empty() && device != opt.device) || opt.static_only) continue;
     if (envs.count(device)) continue;
     EvalOptions o = opt.eval;
     o.device = device;
@@ -70,11 +132,9 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
   std::map<std::string, std::vector<BuildQueue::Item>> items;
   for (const auto& e : manifest) {
     std::string device = e.value("device", "cpu");
-    if ((!opt.device.empty() && device != opt.device) || !envs[device]) continue;
-    EvalOptions o = opt.eval;
-    o.device = device;
+    if ((!opt.device.empty() && device != opt.device) || opt.static_only || !envs[device]) continue;
     fs::path solution = root / e.value("solution", "");
-    items[device].push_back({load_solution(solution), solution, o});
+    items[device].push_back({load_solution(solution), solution, options_for(e)});
   }
   std::map<std::string, std::unique_ptr<BuildQueue>> queues;
   for (auto& [device, list] : items)
@@ -82,7 +142,7 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
   std::map<std::string, size_t> taken;  // next item index per device queue
 
   std::map<std::string, std::map<std::string, int>> matrix;
-  std::map<std::string, std::pair<int, int>> classes;  // cheat class -> (caught, total)
+  std::map<std::string, ClassRow> classes;
   json entries = json::array();
   int mismatches = 0, skipped = 0, honest_rejected = 0, cheats_passed = 0, gaps = 0;
   size_t n = manifest.size(), i = 0;
@@ -92,40 +152,58 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     if (!opt.device.empty() && device != opt.device) continue;
     std::string expected = e.value("expected", "");
     std::string cheat = e.value("cheat", json(nullptr)).is_string() ? e["cheat"].get<std::string>() : "";
+    std::string policy = e.value("policy", "strict");
+    std::string lint_rule = e.value("lint", "");
     json row = {{"problem", e.value("problem", "")}, {"solution", e.value("solution", "")}, {"device", device},
-                {"expected", expected}, {"cheat", cheat.empty() ? json(nullptr) : json(cheat)}};
-    if (!envs[device]) {
-      ++skipped;
-      row["got"] = nullptr;
-      row["skipped"] = env_errors[device];
-      std::fprintf(stderr, "[%zu/%zu] SKIPPED %s: %s\n", i, n, row["solution"].get<std::string>().c_str(),
-                   env_errors[device].c_str());
-      entries.push_back(row);
-      continue;
-    }
-    EvalOptions o = opt.eval;
-    o.device = device;
-    Pair pair;
-    pair.problem_path = root / e.value("problem", "");
-    pair.solution_path = root / e.value("solution", "");
-    ReferenceHost& host = *hosts[device];
-    BuildResult built = queues[device]->get(taken[device]++);
-    json record = evaluate_pair(pair, o, *envs[device], host, &built);
-    std::string got = record.value("verdict", "");
-    if (got == "interrupted") break;
-    row["got"] = got;
-    row["message"] = record.value("message", "");
-    bool match = got == expected;
-    if (e.contains("fails_only") && got == "wrong_output") {
-      std::set<std::string> want, failed;
-      for (const auto& d : e["fails_only"]) want.insert(d.get<std::string>());
-      for (const auto& d : record["distributions"])
-        if (!d.value("passed", true)) failed.insert(d.value("distribution", ""));
-      if (want != failed) {
-        match = false;
-        row["failed_distributions"] = failed;
+                {"policy", policy}, {"expected", expected}, {"cheat", cheat.empty() ? json(nullptr) : json(cheat)}};
+    EvalOptions o = options_for(e);
+    std::string got;
+    bool match = false;
+    if (opt.static_only) {
+      // What the static analysis alone decides: the entries naming a `lint` rule, and only they, rejected.
+      fs::path solution = root / e.value("solution", "");
+      SolutionSource s = load_solution(solution);
+      LintReport r = s.ok ? lint_candidate(s, solution, o.protocol.policy) : LintReport{};
+      got = r.rejected() ? "rejected" : "passes_lint";
+      bool by_rule = false;
+      for (const auto& x : r.findings) by_rule = by_rule || (x.rule == lint_rule && x.severity == "reject");
+      match = lint_rule.empty() ? !r.rejected() : by_rule;
+      if (!s.ok) row["error"] = s.error;
+      row["findings"] = r.findings_json();
+      row["message"] = r.rejected() ? r.rejection_message() : "";
+    } else {
+      if (!envs[device]) {
+        ++skipped;
+        row["got"] = nullptr;
+        row["skipped"] = env_errors[device];
+        std::fprintf(stderr, "[%zu/%zu] SKIPPED %s: %s\n", i, n, row["solution"].get<std::string>().c_str(),
+                     env_errors[device].c_str());
+        entries.push_back(row);
+        continue;
+      }
+      Pair pair;
+      pair.problem_path = root / e.value("problem", "");
+      pair.solution_path = root / e.value("solution", "");
+      ReferenceHost& host = *hosts[device];
+      BuildResult built = queues[device]->get(taken[device]++);
+      json record = evaluate_pair(pair, o, *envs[device], host, &built);
+      got = record.value("verdict", "");
+      if (got == "interrupted") break;
+      row["message"] = record.value("message", "");
+      row["findings"] = record["findings"];
+      match = got == expected;
+      if (e.contains("fails_only") && got == "wrong_output") {
+        std::set<std::string> want, failed;
+        for (const auto& d : e["fails_only"]) want.insert(d.get<std::string>());
+        for (const auto& d : record["distributions"])
+          if (!d.value("passed", true)) failed.insert(d.value("distribution", ""));
+        if (want != failed) {
+          match = false;
+          row["failed_distributions"] = failed;
+        }
       }
     }
+    row["got"] = got;
     // An entry whose defence is not built yet is a known gap: shown, counted apart, not hidden.
     std::string pending = e.value("pending", "");
     if (!pending.empty()) row["pending"] = pending;
@@ -134,37 +212,46 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     matrix[expected][got]++;
     if (gap) ++gaps;
     else if (!match) ++mismatches;
-    if (expected == "correct" && got != "correct") ++honest_rejected;
+    if (expected == "correct" && got != "correct" && got != "passes_lint") ++honest_rejected;
+    ClassRow& c = classes[class_of(cheat, expected)];
+    c.matrix[expected][got]++;
+    c.total++;
+    c.matches += match;
     if (!cheat.empty()) {
-      auto& c = classes[cheat];
-      c.second++;
-      if (got != "correct") c.first++;
-      else ++cheats_passed;
+      if (got != "correct" && got != "passes_lint") c.caught++;
+      else if (got == "correct") ++cheats_passed;
     }
-    std::fprintf(stderr, "[%zu/%zu] %-4s %-60s %-13s %s\n", i, n, device.c_str(),
-                 row["solution"].get<std::string>().c_str(), got.c_str(),
+    std::string label = row["solution"].get<std::string>() + (policy == "strict" ? "" : " (" + policy + ")");
+    std::fprintf(stderr, "[%zu/%zu] %-4s %-72s %-13s %s\n", i, n, device.c_str(), label.c_str(), got.c_str(),
                  match ? "" : gap ? fmt::format("KNOWN GAP (expected {}; {})", expected, pending).c_str()
-                             : fmt::format("MISMATCH (expected {})", expected).c_str());
+                             : opt.static_only ? fmt::format("MISMATCH (lint rule expected: {})",
+                                                             lint_rule.empty() ? "none" : lint_rule).c_str()
+                                               : fmt::format("MISMATCH (expected {})", expected).c_str());
     entries.push_back(row);
   }
   std::fprintf(stderr, "\n");
-  print_matrix(matrix);
-  if (!classes.empty()) {
-    std::string line = "cheat classes caught:";
-    for (const auto& [c, v] : classes) line += fmt::format(" {} {}/{}", c, v.first, v.second);
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
-  std::fprintf(stderr,
-               "%d mismatch(es), %d known gap(s) (defence pending), %d honest solution(s) rejected, %d cheat(s) "
-               "judged correct, %d skipped\n",
-               mismatches, gaps, honest_rejected, cheats_passed, skipped);
+  print_matrix(matrix, opt.static_only);
+  std::fprintf(stderr, "\nper cheat class (honest: no cheat; failure: broken, no cheat):\n");
+  print_classes(classes, opt.static_only);
+  if (opt.static_only)
+    std::fprintf(stderr,
+                 "static analysis only: %d mismatch(es) (an entry naming a lint rule not rejected by it, or "
+                 "another entry rejected), %d honest solution(s) rejected\n",
+                 mismatches, honest_rejected);
+  else
+    std::fprintf(stderr,
+                 "%d mismatch(es), %d known gap(s) (defence pending), %d honest solution(s) rejected, %d cheat(s) "
+                 "judged correct, %d skipped\n",
+                 mismatches, gaps, honest_rejected, cheats_passed, skipped);
   json classes_json = json::object();
-  for (const auto& [c, v] : classes) classes_json[c] = {{"caught", v.first}, {"total", v.second}};
+  for (const auto& [c, v] : classes)
+    classes_json[c] = {{"caught", v.caught}, {"total", v.total}, {"matches", v.matches}, {"matrix", v.matrix}};
   json devices = json::object();
   for (const auto& [d, env] : envs) devices[d] = env ? json(env->device_name) : json(nullptr);
   return json{{"entries", entries},   {"matrix", matrix},     {"classes", classes_json},
               {"mismatches", mismatches}, {"known_gaps", gaps}, {"honest_rejected", honest_rejected},
-              {"cheats_judged_correct", cheats_passed}, {"skipped", skipped}, {"devices", devices}};
+              {"cheats_judged_correct", cheats_passed}, {"skipped", skipped}, {"devices", devices},
+              {"static_only", opt.static_only}};
 }
 
 }  // namespace kbv

@@ -16,10 +16,14 @@ struct SelftestOptions {
   std::string device;                 // only entries of this device; empty: every device present
   EvalOptions eval;
   int build_jobs = 2;                 // candidates compiled at once, ahead of their evaluation
+  bool static_only = false;           // only the static analysis: no worker, no build, every device
 };
 
-// Runs the corpus; prints progress and the matrix to stderr; returns the JSON summary
-// ({"entries": [...], "matrix": {...}, "classes": {...}, "mismatches": N, "skipped": N}).
+// Runs the corpus; prints progress, the confusion matrix and the matrix per cheat class to
+// stderr; returns the JSON summary ({"entries": [...], "matrix": {...}, "classes": {...},
+// "mismatches": N, "skipped": N}). An entry's "policy" ("lenient") applies to it alone.
+// With static_only, "got" is "rejected" or "passes_lint" and an entry matches when the static
+// rules reject exactly the entries that name a "lint" rule (CUDA entries included: no GPU needed).
 nlohmann::json run_selftest(const SelftestOptions& options, std::string& error);
 
 }  // namespace kbv

@@ -17,7 +17,8 @@ nlohmann::json Protocol::to_json() const {
                       {"rel_l2", use_rel_l2 ? nlohmann::json(rel_l2) : nlohmann::json(nullptr)},
                       {"reference_precision", reference_precision},
                       {"construction_seed", construction_seed},
-                      {"input_draw", input_draw}};
+                      {"input_draw", input_draw},
+                      {"policy", policy_name(policy)}};
   if (name == "kernelbench")
     j["seed_policy"] = "kernelbench (trial seeds drawn from seed 42)";
   else

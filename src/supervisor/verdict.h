@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lint/finding.h"
+
 namespace kbv {
 
 struct Distribution {
@@ -28,6 +30,7 @@ struct Protocol {
   // Where get_inputs() draws on a GPU run: "device" (kbv: torch.rand runs on the GPU, seconds
   // faster for multi-GiB inputs) or "host" (upstream: drawn on the CPU, then copied).
   std::string input_draw = "device";
+  Policy policy = Policy::strict;           // static findings: strict rejects, lenient only warns (docs/POLICY.md)
 
   nlohmann::json to_json() const;
 };

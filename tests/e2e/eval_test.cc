@@ -61,12 +61,12 @@ fs::path temp_dir(const std::string& name) {
 }
 
 struct Entry {
-  std::string problem, solution, device, expected, pending;
+  std::string problem, solution, device, expected, pending, policy;
   std::vector<std::string> fails_only;
   std::string name;
 };
 
-void PrintTo(const Entry& e, std::ostream* os) { *os << e.solution << " on " << e.device; }
+void PrintTo(const Entry& e, std::ostream* os) { *os << e.solution << " on " << e.device << " (" << e.policy << ")"; }
 
 std::vector<Entry> manifest() {
   std::vector<Entry> entries;
@@ -76,11 +76,11 @@ std::vector<Entry> manifest() {
   if (!m.is_array()) return entries;
   for (const auto& e : m) {
     Entry x{e.value("problem", ""), e.value("solution", ""), e.value("device", "cpu"), e.value("expected", ""),
-            e.value("pending", ""), {}, ""};
+            e.value("pending", ""), e.value("policy", "strict"), {}, ""};
     if (e.contains("fails_only") && e["fails_only"].is_array())
       for (const auto& d : e["fails_only"]) x.fails_only.push_back(d);
     std::string n = x.device + "_" + fs::path(x.solution).parent_path().filename().string() + "_" +
-                    fs::path(x.solution).stem().string();
+                    fs::path(x.solution).stem().string() + (x.policy == "strict" ? "" : "_" + x.policy);
     for (char& c : n)
       if (!isalnum(static_cast<unsigned char>(c))) c = '_';
     x.name = n;
@@ -117,13 +117,14 @@ TEST_P(Corpus, VerdictAsExpected) {
   if (e.device == "cuda" && !gpu_visible()) GTEST_SKIP() << "needs a GPU: " << e.solution;
   std::optional<GpuLock> lock;
   if (e.device == "cuda") {
-    if (e.expected != "compile_error") prebuild(e.solution, e.device);
+    if (e.expected != "compile_error" && !(e.expected == "rejected" && e.policy == "strict"))
+      prebuild(e.solution, e.device);
     lock.emplace();
   }
   fs::path out = temp_dir(e.name) / "record.json";
   Outcome o = run_kbv({"eval", "--problem", (kSource / e.problem).string(), "--solution",
                        (kSource / e.solution).string(), "--device", e.device, "--trials", "2", "--timeout-call", "10",
-                       "--json", out.string()},
+                       "--policy", e.policy, "--json", out.string()},
                       out);
   ASSERT_EQ(o.code, 0) << o.output;
   ASSERT_TRUE(o.record.is_object()) << o.output;

@@ -55,6 +55,11 @@ TEST(Protocol, HashCoversKnobsAndEnvironment) {
   other["device_name"] = "NVIDIA H200";
   EXPECT_NE(h, protocol_hash(p, other));
   EXPECT_NE(h, protocol_hash(kernelbench_protocol(), env));
+  Protocol lenient;
+  lenient.policy = Policy::lenient;
+  EXPECT_NE(h, protocol_hash(lenient, env)) << "a lenient run is not resumed as a strict one";
+  EXPECT_EQ(lenient.to_json()["policy"], "lenient");
+  EXPECT_EQ(p.to_json()["policy"], "strict");
 }
 
 TEST(StickyCudaError, RecognisesContextKillers) {
