@@ -40,5 +40,5 @@ selftest_args=()
 ((gpu_only)) && filter=(-R 'cuda_|Gpu\.') && selftest_args=(--device cuda --trials 2)
 (cd "$build" && ctest --output-on-failure -j 8 --timeout 900 "${filter[@]}" "$@" > "$out/ctest.log" 2>&1)
 echo "ctest rc=$?"; grep -E "tests passed|Failed|Skipped|\(Failed\)|Not Run" "$out/ctest.log" | tail -30
-timeout 200 "$build/kbv" selftest "${selftest_args[@]}" --timeout-call 20 --json "$out/selftest.json" > "$out/selftest.txt" 2>&1
+timeout "${KBV_SELFTEST_TIMEOUT:-200}" "$build/kbv" selftest "${selftest_args[@]}" --timeout-call 20 --json "$out/selftest.json" > "$out/selftest.txt" 2>&1
 echo "selftest rc=$?"; tail -25 "$out/selftest.txt"
