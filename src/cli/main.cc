@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "problem/problem.h"
+#include "supervisor/problem_lint.h"
 #include "supervisor/run.h"
 #include "supervisor/selftest.h"
 #include "util/fs.h"
@@ -251,6 +252,25 @@ int main(int argc, char** argv) {
   selftest->add_option("--build-jobs", self_jobs, "candidates compiled at once")->capture_default_str();
   self_flags.add(selftest);
 
+  CommonFlags lint_flags;
+  auto* lint = app.add_subcommand("lint-problems", "flag problems that cannot judge a kernel (docs/PROBLEMS.md)");
+  kbv::LintOptions lint_options;
+  std::string lint_target, lint_json;
+  lint->add_option("dir", lint_target, "a dataset root (level1/...) or one problem file")->required();
+  lint->add_option("--level", lint_options.level, "only this level");
+  lint->add_option("--json", lint_json, "write the JSON report here ('-': stdout)");
+  lint->add_option("--seed", lint_options.seed, "master seed of the draws")->capture_default_str();
+  lint->add_option("--jobs", lint_options.jobs, "problems linted at once")->capture_default_str();
+  lint->add_option("--device", lint_flags.device, "cuda or cpu (default: cuda when a GPU is visible)")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  lint->add_option("--protocol", lint_flags.protocol, "kbv or kernelbench: its tolerance and distributions")
+      ->check(CLI::IsMember({"kbv", "kernelbench"}));
+  lint->add_option("--tolerance", lint_flags.tolerance, "atol = rtol = relative-L2 tolerance")->check(CLI::PositiveNumber);
+  lint->add_option("--python", lint_flags.python, "Python with torch 2.11");
+  lint->add_option("--cache-dir", lint_flags.cache_dir, "worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");
+  lint->add_option("--timeout", lint_flags.timeouts.reference_s, "seconds for one distribution of one problem")
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -304,6 +324,27 @@ int main(int argc, char** argv) {
     else if (!self_json.empty()) kbv::write_file_atomic(self_json, summary.dump(2) + "\n");
     if (kbv::interrupted()) return 130;
     return summary.value("mismatches", 0) == 0 ? 0 : 1;
+  }
+  if (*lint) {
+    lint_options.target = lint_target;
+    lint_options.eval = lint_flags.options();
+    std::string error;
+    json report = kbv::lint_problems(lint_options, error);
+    if (!error.empty()) {
+      std::fprintf(stderr, "kbv lint-problems: %s\n", error.c_str());
+      return 2;
+    }
+    if (lint_json == "-") {
+      std::cout << report.dump(2) << "\n";
+    } else if (!lint_json.empty()) {
+      std::string e = kbv::write_file_atomic(lint_json, report.dump(2) + "\n");
+      if (!e.empty()) {
+        std::fprintf(stderr, "kbv lint-problems: %s\n", e.c_str());
+        return 2;
+      }
+    }
+    if (kbv::interrupted()) return 130;
+    return report["summary"]["with_findings"].get<int>() == 0 ? 0 : 1;
   }
   if (*problems) return list_problems(list_dir, list_level, list_flags, !no_shapes, list_json);
   return 0;
