@@ -24,6 +24,13 @@ dim = 1
 # targets are integer class indices: the hidden distributions never scale them.
 KBV_CPU = {"batch_size": 4096, "num_classes": 1024}
 
+# Findings of `kbv lint-problems` this problem keeps, with the reason (docs/PROBLEMS.md).
+_SCALAR_LOSS = ("one scalar: the mean loss over a batch of i.i.d. rows concentrates, so another draw's loss or "
+                "a constant chosen per distribution passes D1, D3 and D4 (only D2 changes the constant); kept "
+                "as KernelBench's problem 95 and for its cheat example cpu_constant; the per-sample losses "
+                "(problems 133-136) judge loss kernels")
+KBV_LINT_ALLOW = {"insensitive": _SCALAR_LOSS, "constant": _SCALAR_LOSS}
+
 
 def get_inputs():
     return [torch.rand(batch_size, num_classes), torch.randint(0, num_classes, (batch_size,))]
