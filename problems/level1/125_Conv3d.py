@@ -22,9 +22,9 @@ class Model(nn.Module):
         return self.conv(x)
 
 
-batch_size = 8
+batch_size = 16
 in_channels = 32
-out_channels = 64
+out_channels = 96
 depth = 64
 height = 80
 width = 80

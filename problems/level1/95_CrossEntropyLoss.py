@@ -17,7 +17,9 @@ class Model(nn.Module):
         return torch.nn.functional.cross_entropy(predictions, targets)
 
 
-batch_size = 32768 * 4
+# 32768 * 16 rows (KernelBench has 32768 * 4): at 2 GiB of logits the loss took ~0.5 ms by
+# estimate on an H200, under the 1 ms the suite asks for; 8 GiB takes ~1.8 ms.
+batch_size = 32768 * 16
 num_classes = 4096
 dim = 1
 

@@ -28,9 +28,9 @@ class Model(nn.Module):
         return torch.clamp(x, min=-1.0, max=1.0)
 
 
-batch_size = 8
+batch_size = 16
 in_channels = 32
-out_channels = 64
+out_channels = 96
 depth = 64
 height = 80
 width = 80

@@ -26,7 +26,7 @@ class Model(nn.Module):
 
 
 batch_size = 64
-in_channels = 64
+in_channels = 128
 out_channels = 128
 height = 256
 width = 256

@@ -28,7 +28,7 @@ class Model(nn.Module):
         return torch.relu(y + x)
 
 
-batch_size = 64
+batch_size = 96
 channels = 128
 height = 128
 width = 128

@@ -32,8 +32,8 @@ class Model(nn.Module):
 
 seq_len = 256
 batch_size = 256
-input_size = 1024
-hidden_size = 1024
+input_size = 2048
+hidden_size = 2048
 
 KBV_CPU = {"seq_len": 8, "batch_size": 4, "input_size": 32, "hidden_size": 32}
 

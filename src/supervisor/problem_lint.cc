@@ -50,7 +50,8 @@ std::string shape_of(const json& sizes) {
 
 std::string comparison_numbers(const json& c) {
   double rel = c.value("rel_l2_error", 0.0);
-  std::string rel_text = rel < 0 ? "relative L2 n/a (the expected output is all zeros)" : fmt::format("relative L2 {:.3g}", rel);
+  std::string rel_text =
+      rel < 0 ? "relative L2 n/a (the expected output is all zeros)" : fmt::format("relative L2 {:.3g}", rel);
   return fmt::format("max abs error {:.3g}, {}, {} of {} elements outside atol/rtol", c.value("max_abs_error", 0.0),
                      rel_text, c.value("mismatches", int64_t{0}), c.value("numel", int64_t{0}));
 }
@@ -119,7 +120,8 @@ std::vector<LintFinding> lint_findings(const std::string& path, const std::vecto
       if (o.contains("fp64") && !o["fp64"].value("passed", true))
         seen.push_back({"ill_conditioned", "finding", i, d.distribution.name,
                         "the float32 reference fails the tolerance against the same model run in float64, so a "
-                        "kernel more exact than the reference can fail (rounding noise, cancellation, or memory the reference never wrote)",
+                        "kernel more exact than the reference can fail (rounding noise, cancellation, or memory "
+                        "the reference never wrote)",
                         o["fp64"].value("reason", comparison_numbers(o["fp64"]))});
       if (o.contains("repeat")) {
         const json& rep = o["repeat"];

@@ -462,12 +462,12 @@ _ext.load_inline = _guarded
 
   // `kbv lint-problems` (src/supervisor/problem_lint.h): statistics of the reference on one hidden
   // distribution, for the supervisor to turn into findings. Two draws A and B (seeds[0], seeds[1])
-  // and a second call on A (redrawn from its seed, after the output blocks of the first call were
-  // filled with NaN and freed, so a reference reading uninitialised memory shows). Per output:
-  // non-finite counts, and the protocol's comparison of B's expected output against A's output
-  // (a replayed output), all zeros and a constant (the mean of A's output); and A against its
-  // repeat; and draw A's outputs against a float64 run (fp64_check). Nothing is exported: the
-  // lint never involves a candidate.
+  // and a second call on A (redrawn from its seed; right before the call, blocks the size of A's
+  // outputs are filled with NaN and freed, so a reference returning unwritten memory shows).
+  // Per output: non-finite counts, and the protocol's comparison of B's expected output against
+  // A's output (a replayed output), all zeros and a constant (the mean of A's output); A against
+  // its repeat; and A against a float64 run (fp64_check). Nothing is exported: the lint never
+  // involves a candidate.
   json lint(const json& request) {
     release();
     const json& seeds = request.at("seeds");
@@ -481,7 +481,9 @@ _ext.load_inline = _guarded
     json inputs = json::array();
     json precision;
     // One draw as the reference sees it in `inputs` (same seeding, same scaling), run once.
-    auto run_draw = [&](uint64_t seed, bool describe) {
+    // `poison`: tensors whose sizes to fill with NaN and free right before the call, so that a
+    // reference returning memory it never wrote is likely to hand NaN back.
+    auto run_draw = [&](uint64_t seed, bool describe, const std::vector<at::Tensor>& poison) {
       std::vector<py::object> args;
       py::list raw;
       try {
@@ -511,6 +513,11 @@ _ext.load_inline = _guarded
         if (floating && scale != 1.0) t = t.mul(scale);
         args.push_back(py::reinterpret_steal<py::object>(THPVariable_Wrap(t.to(dev))));
       }
+      {
+        std::vector<at::Tensor> blocks;
+        for (const auto& t : poison)
+          if (at::isFloatingType(t.scalar_type())) blocks.push_back(at::full_like(t, NAN));
+      }
       double seconds = 0;
       py::object out = forward(args, "problem_error", "the reference Model's forward failed", seconds);
       Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
@@ -520,15 +527,8 @@ _ext.load_inline = _guarded
       if (describe) precision = fp64_check(args, result, tol);
       return result;
     };
-    std::vector<at::Tensor> a = run_draw(seeds.at(0).get<uint64_t>(), true);
-    // Poison: fill blocks the size of A's outputs with NaN and free them, so that a reference
-    // that returns memory it never wrote is likely to hand NaN back on the repeat.
-    {
-      std::vector<at::Tensor> poison;
-      for (const auto& t : a)
-        if (at::isFloatingType(t.scalar_type())) poison.push_back(at::full_like(t, NAN));
-    }
-    std::vector<at::Tensor> repeat = run_draw(seeds.at(0).get<uint64_t>(), false);
+    std::vector<at::Tensor> a = run_draw(seeds.at(0).get<uint64_t>(), true, {});
+    std::vector<at::Tensor> repeat = run_draw(seeds.at(0).get<uint64_t>(), false, a);
     json outputs = json::array();
     for (size_t i = 0; i < a.size(); ++i) {
       json o = {{"index", i}, {"dtype", dtype_name(a[i].scalar_type())}, {"sizes", a[i].sizes().vec()},
@@ -546,7 +546,7 @@ _ext.load_inline = _guarded
       outputs.push_back({{"note", fmt::format("a second call on the same inputs returned {} output(s), the first {}",
                                               repeat.size(), a.size())}});
     repeat.clear();
-    std::vector<at::Tensor> b = run_draw(seeds.at(1).get<uint64_t>(), false);
+    std::vector<at::Tensor> b = run_draw(seeds.at(1).get<uint64_t>(), false, {});
     for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
       json& o = outputs[i];
       bool floating = at::isFloatingType(b[i].scalar_type());
