@@ -423,43 +423,6 @@ _ext.load_inline = _guarded
                 {"mutated_inputs", mutated}};
   }
 
-  // The same model and inputs in float64 (a deep copy of the model), compared with the float32
-  // outputs as the protocol compares a kernel's: if the float32 reference itself fails against
-  // the float64 result, an exact kernel can fail against it (the output is rounding noise, or
-  // the computation is ill-conditioned). A JSON list (one comparison per output), or a string
-  // saying why the check could not run.
-  json fp64_check(const std::vector<py::object>& args, const std::vector<at::Tensor>& fp32, const Tolerance& tol) {
-    std::vector<py::object> args64;
-    for (const auto& arg : args) {
-      if (THPVariable_Check(arg.ptr()) && THPVariable_Unpack(arg.ptr()).scalar_type() == at::kFloat)
-        args64.push_back(py::reinterpret_steal<py::object>(
-            THPVariable_Wrap(THPVariable_Unpack(arg.ptr()).to(at::kDouble))));
-      else
-        args64.push_back(arg);
-    }
-    py::object saved = model;
-    json result = json::array();
-    try {
-      model = py::module_::import("copy").attr("deepcopy")(saved).attr("double")();
-      double seconds = 0;
-      py::object out = forward(args64, "problem_error", "float64 copy", seconds);
-      Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
-      for (size_t i = 0; i < fp32.size() && i < o.tensors.size(); ++i) {
-        at::Tensor exact = o.tensors[i].detach();
-        if (at::isFloatingType(exact.scalar_type())) exact = exact.to(fp32[i].scalar_type());
-        result.push_back(compare_tensors(exact, fp32[i], tol).to_json());
-      }
-    } catch (const WorkerError& e) {
-      result = "the model does not run in float64: " + e.message;
-    } catch (py::error_already_set& e) {
-      result = python_error("problem_error", "the model does not run in float64", e).message;
-    } catch (const std::exception& e) {
-      result = std::string("the model does not run in float64: ") + e.what();
-    }
-    model = saved;
-    return result;
-  }
-
   // `kbv lint-problems` (src/supervisor/problem_lint.h): statistics of the reference on one hidden
   // distribution, for the supervisor to turn into findings. Two draws A and B (seeds[0], seeds[1])
   // and a second call on A (redrawn from its seed; right before the call, blocks the size of A's
@@ -480,6 +443,42 @@ _ext.load_inline = _guarded
     at::Device dev = device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
     json inputs = json::array();
     json precision;
+    // The same model and inputs in float64 (a deep copy of the model), compared with the float32
+    // outputs as the protocol compares a kernel's: if the float32 reference itself fails against
+    // the float64 result, an exact kernel can fail against it (the output is rounding noise, or
+    // the computation is ill-conditioned). A JSON list (one comparison per output), or a string
+    // saying why the check could not run.
+    auto fp64_check = [&](const std::vector<py::object>& args, const std::vector<at::Tensor>& fp32) {
+      std::vector<py::object> args64;
+      for (const auto& arg : args) {
+        if (THPVariable_Check(arg.ptr()) && THPVariable_Unpack(arg.ptr()).scalar_type() == at::kFloat)
+          args64.push_back(py::reinterpret_steal<py::object>(
+              THPVariable_Wrap(THPVariable_Unpack(arg.ptr()).to(at::kDouble))));
+        else
+          args64.push_back(arg);
+      }
+      py::object saved = model;
+      json result = json::array();
+      try {
+        model = py::module_::import("copy").attr("deepcopy")(saved).attr("double")();
+        double seconds = 0;
+        py::object out = forward(args64, "problem_error", "its forward failed", seconds);
+        Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
+        for (size_t i = 0; i < fp32.size() && i < o.tensors.size(); ++i) {
+          at::Tensor exact = o.tensors[i].detach();
+          if (at::isFloatingType(exact.scalar_type())) exact = exact.to(fp32[i].scalar_type());
+          result.push_back(compare_tensors(exact, fp32[i], tol).to_json());
+        }
+      } catch (const WorkerError& e) {
+        result = "the model does not run in float64: " + e.message;
+      } catch (py::error_already_set& e) {
+        result = python_error("problem_error", "the model does not run in float64", e).message;
+      } catch (const std::exception& e) {
+        result = std::string("the model does not run in float64: ") + e.what();
+      }
+      model = saved;
+      return result;
+    };
     // One draw as the reference sees it in `inputs` (same seeding, same scaling), run once.
     // `poison`: tensors whose sizes to fill with NaN and free right before the call, so that a
     // reference returning memory it never wrote is likely to hand NaN back.
@@ -524,7 +523,7 @@ _ext.load_inline = _guarded
       if (!o.plain) throw WorkerError{"problem_error", "the reference " + o.reason, ""};
       std::vector<at::Tensor> result;
       for (auto& t : o.tensors) result.push_back(t.detach());
-      if (describe) precision = fp64_check(args, result, tol);
+      if (describe) precision = fp64_check(args, result);
       return result;
     };
     std::vector<at::Tensor> a = run_draw(seeds.at(0).get<uint64_t>(), true, {});
