@@ -10,6 +10,7 @@
 //   dropout            a dropout module in training mode (a new mask every call)
 //   integer_valued_float  whole numbers in a floating input: the distributions scale them
 //   problem_error      the reference fails (to load, or under a distribution)
+//   output_count       two calls return different numbers of outputs
 // Notes (never unclean): integer inputs (never scaled, never cast), zeros that pass elementwise
 // and fail only the relative-L2 floor, bitwise differences within tolerance, an output that is
 // one value throughout under some (not all) distributions (ReLU under D4), a float64 cross-check

@@ -140,6 +140,24 @@ TEST(ProblemLint, UniformOutputUnderOneDistributionIsANote) {
   EXPECT_NE(find(all, "zeros"), nullptr);
 }
 
+TEST(ProblemLint, UniformOutputStillReportsNaNAndNondeterminism) {
+  auto findings = lint_findings(kPath, draws_with([](const Distribution& d) {
+    json o = good_output();
+    if (d.name == "D4") {
+      o["std"] = 0.0;  // the finite elements are one value, the others NaN
+      o["nan"] = {7, 7};
+      o["repeat"] = failed_comparison(1.0, 7, 1024);
+      o["zeros"] = passed_comparison(-1.0, 1024);
+    }
+    return o;
+  }));
+  EXPECT_NE(find(findings, "uniform_output"), nullptr);
+  ASSERT_NE(find(findings, "nonfinite"), nullptr);
+  EXPECT_EQ(find(findings, "nonfinite")->distributions, std::vector<std::string>{"D4"});
+  EXPECT_NE(find(findings, "nondeterministic"), nullptr);
+  EXPECT_EQ(find(findings, "zeros"), nullptr);
+}
+
 TEST(ProblemLint, ScalarOutputIsNeverExcusedAsUniform) {
   auto findings = lint_findings(kPath, draws_with([](const Distribution& d) {
     json o = good_output(1);
