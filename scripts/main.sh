@@ -1,9 +1,33 @@
 #!/usr/bin/env bash
-# README's first command: set up, then evaluate the example solutions on the built-in problems
-# (GPU entries when a GPU is present, CPU entries always) and print the confusion matrix.
+# README's first command: set up, then evaluate the example solutions on the built-in suite as a
+# KernelBench run folder (CUDA examples at GPU sizes when a GPU is present, CPU examples at CPU
+# sizes otherwise), print a summary table, then run the self-test on the rest of the corpus
+# (cheats, crashes, timeouts; the CUDA entries show as skipped without a GPU).
+# Extra arguments go to both `kbv eval` and `kbv selftest` (e.g. --trials 2).
+# KBV_DEVICE=cpu|cuda overrides the device choice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 build=${KBV_BUILD_DIR:-$PWD/build}
-# The examples are small: a forward call that takes 20 s is a hang.
-exec "$build/kbv" selftest --manifest examples/manifest.json --timeout-call 20 --json "$build/selftest.json" "$@"
+device=${KBV_DEVICE:-}
+if [[ -z "$device" ]]; then
+  device=cpu
+  python=${KBV_PYTHON:-$PWD/.venv/bin/python3}
+  if [[ -e /dev/nvidiactl ]] && "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    device=cuda
+  fi
+fi
+out=$build/main
+run=$out/run-$device
+rm -rf "$run"   # fresh seeds every time; compiled extensions stay in the build cache
+mkdir -p "$out"
+python3 scripts/main_run.py layout --manifest examples/manifest.json --device "$device" --run "$run" \
+  --rest "$out/selftest-manifest.json"
+rc=0
+# The examples are small at their sizes: a forward call that takes 20 s is a hang.
+"$build/kbv" eval --problems problems --run "$run" --device "$device" --timeout-call 20 "$@" || rc=1
+echo
+python3 scripts/main_run.py summary --manifest examples/manifest.json --run "$run" || rc=1
+echo
+"$build/kbv" selftest --manifest "$out/selftest-manifest.json" --timeout-call 20 --json "$build/selftest.json" "$@" || rc=1
+exit $rc

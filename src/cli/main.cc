@@ -11,6 +11,7 @@
 #include "cli/generate_command.h"
 #include "problem/problem.h"
 #include "report/command.h"
+#include "supervisor/problem_lint.h"
 #include "supervisor/run.h"
 #include "supervisor/selftest.h"
 #include "util/fs.h"
@@ -338,6 +339,24 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"strict", "lenient"}))
       ->capture_default_str();
   lint->add_flag("--rules", lint_list, "list the rules: id, cheat class, severity, what they look for");
+  CommonFlags lp_flags;
+  auto* lint_problems = app.add_subcommand("lint-problems", "flag problems that cannot judge a kernel (docs/PROBLEMS.md)");
+  kbv::ProblemLintOptions lp_options;
+  std::string lp_target, lp_json;
+  lint_problems->add_option("dir", lp_target, "a dataset root (level1/...) or one problem file")->required();
+  lint_problems->add_option("--level", lp_options.level, "only this level");
+  lint_problems->add_option("--json", lp_json, "write the JSON report here ('-': stdout)");
+  lint_problems->add_option("--seed", lp_options.seed, "master seed of the draws")->capture_default_str();
+  lint_problems->add_option("--jobs", lp_options.jobs, "problems linted at once")->capture_default_str();
+  lint_problems->add_option("--device", lp_flags.device, "cuda or cpu (default: cuda when a GPU is visible)")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  lint_problems->add_option("--protocol", lp_flags.protocol, "kbv or kernelbench: its tolerance and distributions")
+      ->check(CLI::IsMember({"kbv", "kernelbench"}));
+  lint_problems->add_option("--tolerance", lp_flags.tolerance, "atol = rtol = relative-L2 tolerance")->check(CLI::PositiveNumber);
+  lint_problems->add_option("--python", lp_flags.python, "Python with torch 2.11");
+  lint_problems->add_option("--cache-dir", lp_flags.cache_dir, "worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");
+  lint_problems->add_option("--timeout", lp_flags.timeouts.reference_s, "seconds for one distribution of one problem")
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -420,6 +439,27 @@ int main(int argc, char** argv) {
     else if (!self_json.empty()) kbv::write_file_atomic(self_json, summary.dump(2) + "\n");
     if (kbv::interrupted()) return 130;
     return summary.value("mismatches", 0) == 0 ? 0 : 1;
+  }
+  if (*lint_problems) {
+    lp_options.target = lp_target;
+    lp_options.eval = lp_flags.options();
+    std::string error;
+    json lp_report = kbv::lint_problems(lp_options, error);
+    if (!error.empty()) {
+      std::fprintf(stderr, "kbv lint-problems: %s\n", error.c_str());
+      return 2;
+    }
+    if (lp_json == "-") {
+      std::cout << lp_report.dump(2) << "\n";
+    } else if (!lp_json.empty()) {
+      std::string e = kbv::write_file_atomic(lp_json, lp_report.dump(2) + "\n");
+      if (!e.empty()) {
+        std::fprintf(stderr, "kbv lint-problems: %s\n", e.c_str());
+        return 2;
+      }
+    }
+    if (kbv::interrupted()) return 130;
+    return lp_report["summary"]["with_findings"].get<int>() == 0 ? 0 : 1;
   }
   if (*problems) return list_problems(list_dir, list_level, list_flags, !no_shapes, list_json);
   return 0;

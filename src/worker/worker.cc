@@ -436,6 +436,203 @@ _ext.load_inline = _guarded
                 {"mutated_inputs", mutated}};
   }
 
+  // `kbv lint-problems` (src/supervisor/problem_lint.h): statistics of the reference on one hidden
+  // distribution, for the supervisor to turn into findings. Two draws A and B (seeds[0], seeds[1])
+  // and a second call on A (redrawn from its seed; right before the call, blocks the size of A's
+  // outputs are filled with NaN and freed, so a reference returning unwritten memory shows).
+  // Per output: non-finite counts, and the protocol's comparison of B's expected output against
+  // A's output (a replayed output), all zeros and a constant (the mean of A's output); A against
+  // its repeat; and A against a float64 run (fp64_check). Nothing is exported: the lint never
+  // involves a candidate.
+  json lint(const json& request) {
+    release();
+    const json& seeds = request.at("seeds");
+    double scale = request.value("scale", 1.0);
+    Tolerance tol;
+    tol.atol = request.value("atol", 1e-3);
+    tol.rtol = request.value("rtol", 1e-3);
+    tol.rel_l2 = request.value("rel_l2", 1e-3);
+    tol.use_rel_l2 = request.value("use_rel_l2", true);
+    at::Device dev = device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    json inputs = json::array();
+    json precision;
+    // The same model and inputs in float64 (a deep copy of the model), compared with the float32
+    // outputs as the protocol compares a kernel's: if the float32 reference itself fails against
+    // the float64 result, an exact kernel can fail against it (the output is rounding noise, or
+    // the computation is ill-conditioned). A JSON list (one comparison per output), or a string
+    // saying why the check could not run.
+    auto fp64_check = [&](const std::vector<py::object>& args, const std::vector<at::Tensor>& fp32) {
+      std::vector<py::object> args64;
+      for (const auto& arg : args) {
+        if (THPVariable_Check(arg.ptr()) && THPVariable_Unpack(arg.ptr()).scalar_type() == at::kFloat)
+          args64.push_back(py::reinterpret_steal<py::object>(
+              THPVariable_Wrap(THPVariable_Unpack(arg.ptr()).to(at::kDouble))));
+        else
+          args64.push_back(arg);
+      }
+      py::object saved = model;
+      json result = json::array();
+      try {
+        model = py::module_::import("copy").attr("deepcopy")(saved).attr("double")();
+        double seconds = 0;
+        py::object out = forward(args64, "problem_error", "its forward failed", seconds);
+        Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
+        for (size_t i = 0; i < fp32.size() && i < o.tensors.size(); ++i) {
+          at::Tensor exact = o.tensors[i].detach();
+          if (at::isFloatingType(exact.scalar_type())) exact = exact.to(fp32[i].scalar_type());
+          result.push_back(compare_tensors(exact, fp32[i], tol).to_json());
+        }
+      } catch (const WorkerError& e) {
+        result = "the model does not run in float64: " + e.message;
+      } catch (py::error_already_set& e) {
+        result = python_error("problem_error", "the model does not run in float64", e).message;
+      } catch (const std::exception& e) {
+        result = std::string("the model does not run in float64: ") + e.what();
+      }
+      model = saved;
+      return result;
+    };
+    // One draw as the reference sees it in `inputs` (same seeding, same scaling), run once.
+    // `poison`: tensors whose sizes to fill with NaN and free right before the call, so that a
+    // reference returning memory it never wrote is likely to hand NaN back.
+    auto run_draw = [&](uint64_t seed, bool describe, const std::vector<at::Tensor>& poison) {
+      std::vector<py::object> args;
+      py::list raw;
+      try {
+        torch::manual_seed(seed);
+        raw = module.attr("get_inputs")();
+      } catch (py::error_already_set& e) {
+        throw python_error("problem_error", "get_inputs() failed", e);
+      }
+      for (size_t i = 0; i < raw.size(); ++i) {
+        py::object item = raw[i];
+        if (!THPVariable_Check(item.ptr())) {
+          if (describe) inputs.push_back({{"index", i}, {"value", py::str(py::repr(item)).cast<std::string>()}});
+          args.push_back(item);
+          continue;
+        }
+        at::Tensor t = THPVariable_Unpack(item.ptr());
+        bool floating = at::isFloatingType(t.scalar_type());
+        if (describe) {
+          json in = {{"index", i}, {"dtype", dtype_name(t.scalar_type())}, {"sizes", t.sizes().vec()},
+                     {"floating", floating}};
+          // Whole numbers in a floating input (labels, +-1 signs) stop being labels once scaled.
+          if (floating && t.numel() > 0)
+            in["integer_valued"] = t.isfinite().all().item<bool>() && t.eq(t.round()).all().item<bool>() &&
+                                   t.ne(0).any().item<bool>();
+          inputs.push_back(in);
+        }
+        if (floating && scale != 1.0) t = t.mul(scale);
+        args.push_back(py::reinterpret_steal<py::object>(THPVariable_Wrap(t.to(dev))));
+      }
+      {
+        std::vector<at::Tensor> blocks;
+        for (const auto& t : poison)
+          if (at::isFloatingType(t.scalar_type())) blocks.push_back(at::full_like(t, NAN));
+      }
+      double seconds = 0;
+      py::object out = forward(args, "problem_error", "the reference Model's forward failed", seconds);
+      Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
+      if (!o.plain) throw WorkerError{"problem_error", "the reference " + o.reason, ""};
+      std::vector<at::Tensor> result;
+      for (auto& t : o.tensors) result.push_back(t.detach());
+      if (describe) precision = fp64_check(args, result);
+      return result;
+    };
+    std::vector<at::Tensor> a = run_draw(seeds.at(0).get<uint64_t>(), true, {});
+    std::vector<at::Tensor> repeat = run_draw(seeds.at(0).get<uint64_t>(), false, a);
+    json outputs = json::array();
+    for (size_t i = 0; i < a.size(); ++i) {
+      json o = {{"index", i}, {"dtype", dtype_name(a[i].scalar_type())}, {"sizes", a[i].sizes().vec()},
+                {"numel", a[i].numel()}};
+      if (i < repeat.size()) {
+        json r = compare_tensors(a[i], repeat[i], tol).to_json();
+        r["bitwise_equal"] = same_values(a[i], repeat[i]);
+        o["repeat"] = r;
+      }
+      if (precision.is_array() && i < precision.size()) o["fp64"] = precision[i];
+      outputs.push_back(o);
+    }
+    if (precision.is_string()) outputs.push_back({{"fp64_skipped", precision}});
+    if (repeat.size() != a.size())
+      outputs.push_back({{"note", fmt::format("a second call on the same inputs returned {} output(s), the first {}",
+                                              repeat.size(), a.size())}});
+    repeat.clear();
+    std::vector<at::Tensor> b = run_draw(seeds.at(1).get<uint64_t>(), false, {});
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      json& o = outputs[i];
+      bool floating = at::isFloatingType(b[i].scalar_type());
+      auto count = [&](const at::Tensor& t, bool nan) -> int64_t {
+        if (!floating) return 0;
+        return (nan ? t.isnan() : t.isinf()).sum().item<int64_t>();
+      };
+      o["nan"] = {count(a[i], true), count(b[i], true)};
+      o["inf"] = {count(a[i], false), count(b[i], false)};
+      at::Tensor bd = b[i].to(at::kDouble);
+      at::Tensor finite = floating ? bd.isfinite() : at::ones_like(bd, at::kBool);
+      at::Tensor vals = bd.masked_select(finite);
+      if (vals.numel() > 0) {
+        o["mean"] = vals.mean().item<double>();
+        o["std"] = vals.numel() > 1 ? vals.std().item<double>() : 0.0;
+        o["max_abs"] = vals.abs().max().item<double>();
+      }
+      json other = compare_tensors(b[i], a[i], tol).to_json();
+      other["bitwise_equal"] = same_values(b[i], a[i]);
+      o["other_draw"] = other;
+      o["zeros"] = compare_tensors(b[i], at::zeros_like(b[i]), tol).to_json();
+      at::Tensor ad = a[i].to(at::kDouble);
+      at::Tensor a_vals = ad.masked_select(floating ? ad.isfinite() : at::ones_like(ad, at::kBool));
+      double c = a_vals.numel() > 0 ? a_vals.mean().item<double>() : 0.0;
+      at::Tensor constant;
+      if (b[i].scalar_type() == at::kBool)
+        constant = at::full_like(b[i], c >= 0.5);
+      else if (!floating)
+        constant = at::full_like(b[i], static_cast<int64_t>(std::llround(c)));
+      else
+        constant = at::full_like(b[i], c);
+      json cj = compare_tensors(b[i], constant, tol).to_json();
+      cj["value"] = c;
+      o["constant"] = cj;
+    }
+    if (b.size() != a.size())
+      outputs.push_back({{"note", fmt::format("draw B returned {} output(s), draw A {}", b.size(), a.size())}});
+    // Dropout in training mode: a different mask on every call.
+    json dropout = json::array();
+    py::object dropout_type = py::module_::import("torch.nn.modules.dropout").attr("_DropoutNd");
+    for (auto item : model.attr("named_modules")()) {
+      py::tuple pair = py::reinterpret_borrow<py::tuple>(item);
+      py::object m = pair[1];
+      if (py::isinstance(m, dropout_type) && m.attr("training").cast<bool>() && m.attr("p").cast<double>() > 0)
+        dropout.push_back(fmt::format("{} ({}, p={})", pair[0].cast<std::string>(),
+                                      py::str(py::type::handle_of(m).attr("__name__")).cast<std::string>(),
+                                      m.attr("p").cast<double>()));
+    }
+    // KBV_LINT_ALLOW = {"rule": "reason"}: findings the problem's author accepts, with the reason.
+    json allow = json::object();
+    std::string allow_error;
+    if (py::hasattr(module, "KBV_LINT_ALLOW")) {
+      py::object a_obj = module.attr("KBV_LINT_ALLOW");
+      if (!py::isinstance<py::dict>(a_obj)) {
+        allow_error = "KBV_LINT_ALLOW must be a dict {\"rule\": \"reason\"}";
+      } else {
+        for (auto kv : py::cast<py::dict>(a_obj)) {
+          if (!py::isinstance<py::str>(kv.first) || !py::isinstance<py::str>(kv.second)) {
+            allow_error = "KBV_LINT_ALLOW must map rule names (str) to reasons (str)";
+            continue;
+          }
+          allow[kv.first.cast<std::string>()] = kv.second.cast<std::string>();
+        }
+      }
+    }
+    a.clear();
+    b.clear();
+    release_cached_memory(device);
+    json reply = {{"ok", true},          {"inputs", inputs}, {"outputs", outputs},
+                  {"dropout", dropout}, {"allow", allow},   {"training", model.attr("training").cast<bool>()}};
+    if (!allow_error.empty()) reply["allow_error"] = allow_error;
+    return reply;
+  }
+
   json release() {
     transfers.clear();
     expected.clear();
@@ -513,6 +710,7 @@ _ext.load_inline = _guarded
       if (op == "inputs") return make_inputs(request);
       if (op == "check") return check(request);
       if (op == "release") return release();
+      if (op == "lint") return lint(request);
     } else if (role == "candidate") {
       if (op == "load") return load_candidate(request);
       if (op == "run") return run(request);

@@ -1,0 +1,68 @@
+// `kbv lint-problems`: finds problems that cannot judge a kernel, before anyone relies on them.
+// The reference worker computes statistics of the problem's outputs (op "lint", in C++); this
+// module turns them into findings. Rules (docs/PROBLEMS.md):
+//   insensitive        another draw's output passes as this draw's: a replayed output passes
+//   zeros              an all-zero output passes the protocol's check
+//   constant           one constant (the mean of another draw's output) passes
+//   nonfinite          NaN or Inf in the reference's output
+//   nondeterministic   two calls on the same inputs disagree beyond the tolerance
+//   ill_conditioned    the float32 reference fails against the same model in float64
+//   dropout            a dropout module in training mode (a new mask every call)
+//   integer_valued_float  whole numbers in a floating input: the distributions scale them
+//   problem_error      the reference fails (to load, or under a distribution)
+//   output_count       two calls return different numbers of outputs
+// Notes (never unclean): integer inputs (never scaled, never cast), zeros that pass elementwise
+// and fail only the relative-L2 floor, bitwise differences within tolerance, an output that is
+// one value throughout under some (not all) distributions (ReLU under D4), a float64 cross-check
+// that could not run.
+// A problem silences a finding with a stated reason: KBV_LINT_ALLOW = {"rule": "reason"}.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "supervisor/run.h"
+
+namespace kbv {
+
+struct ProblemFinding {
+  std::string rule;
+  std::string severity;                    // "finding" or "note"
+  std::vector<std::string> distributions;  // where it was seen ("D1".."D4"); empty: not per distribution
+  std::string message;                     // names the file, the distribution and the numbers
+  std::string allowed;                     // the problem's stated reason (KBV_LINT_ALLOW), if any
+  nlohmann::json to_json() const;
+};
+
+// One distribution's lint reply from the reference worker (op "lint"), or its failure.
+struct ProblemDraw {
+  Distribution distribution;
+  nlohmann::json reply;   // the worker's {"ok": true, ...}; empty when it failed
+  std::string failure;    // the worker's failure message when it failed
+};
+
+// Pure: the findings for one problem from its draws (in protocol order). `path` is how the
+// problem is named in messages.
+std::vector<ProblemFinding> problem_findings(const std::string& path, const std::vector<ProblemDraw>& draws);
+
+// True when every finding of severity "finding" carries an allowed reason.
+bool problems_clean(const std::vector<ProblemFinding>& findings);
+
+struct ProblemLintOptions {
+  std::filesystem::path target;   // a dataset root (level1/...), or one problem file
+  std::optional<int> level;
+  EvalOptions eval;               // device, worker, timeouts; protocol: tolerance and distributions
+  uint64_t seed = 1;              // draws are reproducible: the lint is not adversarial
+  int jobs = 1;                   // problems linted at once (one reference worker each)
+};
+
+// Lints every problem; prints progress and findings to stderr. Returns the JSON report
+// ({"device", "tolerance", "seed", "problems": [...], "summary": {...}}), or sets `error` when
+// nothing could be linted (bad folder, no worker).
+nlohmann::json lint_problems(const ProblemLintOptions& options, std::string& error);
+
+}  // namespace kbv

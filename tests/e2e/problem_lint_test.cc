@@ -1,0 +1,191 @@
+// End-to-end: `kbv lint-problems` on the built-in suite (clean) and on the KernelBench-style
+// checkout in tests/data (known-degenerate problems), and the main job's run-folder layout.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "problem/problem.h"
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kSource = KBV_SOURCE_DIR;
+
+struct Outcome {
+  int code = -1;
+  std::string output;
+  json report;
+};
+
+Outcome lint(const std::vector<std::string>& args, const fs::path& json_path) {
+  std::vector<std::string> argv = {KBV_BINARY, "lint-problems"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--device", "cpu", "--json", json_path.string()});
+  kbv::RunResult r = kbv::run_command(argv, {{"KBV_CACHE_DIR", KBV_TEST_CACHE}}, std::chrono::seconds(1500));
+  Outcome o;
+  o.code = r.status.exited ? r.status.code : -1;
+  o.output = r.output + r.error;
+  kbv::FileText t = kbv::read_file(json_path);
+  if (t.ok) o.report = json::parse(t.text, nullptr, false);
+  return o;
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kbv-e2e-lint-" + std::to_string(getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// rule -> distributions, for one problem of a report (findings and notes alike).
+std::map<std::string, std::set<std::string>> rules_of(const json& report, const std::string& name) {
+  std::map<std::string, std::set<std::string>> rules;
+  for (const auto& p : report["problems"]) {
+    if (p["name"] != name) continue;
+    for (const auto& f : p["findings"]) {
+      auto& d = rules[f["rule"].get<std::string>()];
+      for (const auto& x : f["distributions"]) d.insert(x.get<std::string>());
+    }
+  }
+  return rules;
+}
+
+const json* problem_of(const json& report, const std::string& name) {
+  for (const auto& p : report["problems"])
+    if (p["name"] == name) return &p;
+  return nullptr;
+}
+
+TEST(LintProblems, BuiltInSuiteIsCleanAndEveryProblemHasCpuSizes) {
+  kbv::Discovery d = kbv::discover_dataset(kSource / "problems");
+  ASSERT_TRUE(d.error.empty()) << d.error;
+  EXPECT_GE(d.problems.size(), 60u);
+  std::set<int> levels;
+  for (const auto& p : d.problems) {
+    levels.insert(p.level);
+    kbv::FileText t = kbv::read_file(p.path);
+    ASSERT_TRUE(t.ok) << t.error;
+    EXPECT_NE(t.text.find("\nKBV_CPU = {"), std::string::npos) << p.path << " has no KBV_CPU sizes";
+    EXPECT_NE(t.text.find("torch.rand("), std::string::npos) << p.path << " does not draw with torch.rand";
+  }
+  EXPECT_EQ(levels, (std::set<int>{1, 2, 3}));
+
+  fs::path out = temp_dir("suite") / "lint.json";
+  Outcome o = lint({(kSource / "problems").string(), "--jobs", "2"}, out);
+  ASSERT_TRUE(o.report.is_object()) << o.output;
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.report["summary"]["problems"], d.problems.size());
+  EXPECT_EQ(o.report["summary"]["with_findings"], 0) << o.output;
+  // The one problem that keeps findings, with its stated reason.
+  const json* ce = problem_of(o.report, "95_CrossEntropyLoss.py");
+  ASSERT_NE(ce, nullptr);
+  bool allowed = false;
+  for (const auto& f : (*ce)["findings"])
+    if (f.contains("allowed")) allowed = !f["allowed"].get<std::string>().empty();
+  EXPECT_TRUE(allowed) << (*ce)["findings"].dump(2);
+  EXPECT_NE(o.output.find("reason: "), std::string::npos) << "allowed findings are shown with their reason";
+  // ReLU's D4 output is all zeros: a note, not a finding.
+  EXPECT_EQ(rules_of(o.report, "19_ReLU.py")["uniform_output"], std::set<std::string>{"D4"});
+  EXPECT_TRUE(rules_of(o.report, "137_Hinge_loss_integer_targets.py").count("integer_input"));
+}
+
+TEST(LintProblems, FindsTheKnownDegenerateProblems) {
+  fs::path out = temp_dir("kernelbench_style") / "lint.json";
+  Outcome o = lint({(kSource / "tests/data/kernelbench_style").string(), "--jobs", "2"}, out);
+  ASSERT_TRUE(o.report.is_object()) << o.output;
+  EXPECT_EQ(o.code, 1) << "problems with findings: exit status 1\n" << o.output;
+  const std::set<std::string> all = {"D1", "D2", "D3", "D4"};
+
+  EXPECT_TRUE(problem_of(o.report, "1_Matmul.py")->at("clean").get<bool>()) << o.output;
+  EXPECT_TRUE(problem_of(o.report, "6_ReLU.py")->at("clean").get<bool>()) << o.output;
+  EXPECT_EQ(rules_of(o.report, "2_Cumprod.py")["nonfinite"], std::set<std::string>{"D2"});
+  EXPECT_EQ(rules_of(o.report, "3_KLDivLoss.py")["nonfinite"], std::set<std::string>{"D4"});
+  EXPECT_TRUE(rules_of(o.report, "4_HingeLoss.py").count("integer_valued_float"));
+  EXPECT_TRUE(rules_of(o.report, "5_Max_reduction.py")["constant"].count("D1"));
+  EXPECT_TRUE(rules_of(o.report, "7_Scale_uninitialized_tail.py").count("nondeterministic")) << o.output;
+  EXPECT_EQ(rules_of(o.report, "8_Gemm_Max_Subtract_GELU.py")["zeros"], all);
+  auto dropout = rules_of(o.report, "9_Matmul_Dropout_Mean_Softmax.py");
+  EXPECT_TRUE(dropout.count("dropout"));
+  EXPECT_EQ(dropout["insensitive"], all);
+  EXPECT_EQ(rules_of(o.report, "10_Conv3d_GroupNorm_Mean.py")["ill_conditioned"], all);
+  EXPECT_EQ(rules_of(o.report, "11_Deep_narrow_MLP.py")["insensitive"], all);
+  // Messages name the file and carry numbers.
+  for (const auto& f : problem_of(o.report, "2_Cumprod.py")->at("findings")) {
+    std::string m = f["message"];
+    EXPECT_NE(m.find("tests/data/kernelbench_style/level1/2_Cumprod.py"), std::string::npos) << m;
+    EXPECT_NE(m.find("Inf of"), std::string::npos) << m;
+  }
+}
+
+TEST(LintProblems, AllowKeepsAFindingWithItsReasonAndBadAllowsAreFindings) {
+  fs::path dir = temp_dir("allow");
+  const std::string body =
+      "import torch\n"
+      "class Model(torch.nn.Module):\n"
+      "    def forward(self, x):\n"
+      "        m = x.max(dim=1, keepdim=True).values\n"
+      "        return m - m.mean(dim=1, keepdim=True)\n"
+      "def get_inputs():\n    return [torch.rand(8, 64)]\n"
+      "def get_init_inputs():\n    return []\n";
+  std::ofstream(dir / "1_Zeros.py") << body
+                                    << "KBV_LINT_ALLOW = {'zeros': 'kept on purpose', 'insensitive': 'same'}\n";
+  Outcome ok = lint({(dir / "1_Zeros.py").string()}, dir / "a.json");
+  ASSERT_TRUE(ok.report.is_object()) << ok.output;
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("reason: kept on purpose"), std::string::npos) << ok.output;
+
+  std::ofstream(dir / "2_Zeros.py") << body << "KBV_LINT_ALLOW = ['zeros']\n";
+  Outcome bad = lint({(dir / "2_Zeros.py").string()}, dir / "b.json");
+  ASSERT_TRUE(bad.report.is_object()) << bad.output;
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_TRUE(rules_of(bad.report, "2_Zeros.py").count("allow_error")) << bad.output;
+  EXPECT_TRUE(rules_of(bad.report, "2_Zeros.py").count("zeros")) << bad.output;
+}
+
+TEST(LintProblems, BrokenProblemIsAFindingNotACrash) {
+  fs::path dir = temp_dir("broken");
+  std::ofstream(dir / "3_Broken.py") << "import torch\nraise RuntimeError('cannot build this')\n";
+  Outcome o = lint({(dir / "3_Broken.py").string()}, dir / "r.json");
+  ASSERT_TRUE(o.report.is_object()) << o.output;
+  EXPECT_EQ(o.code, 1);
+  auto rules = rules_of(o.report, "3_Broken.py");
+  ASSERT_TRUE(rules.count("problem_error")) << o.output;
+  EXPECT_NE(o.output.find("cannot build this"), std::string::npos) << o.output;
+}
+
+// scripts/main.sh lays the honest and deliberately wrong examples out as a run folder and gives
+// every other manifest entry to the self-test.
+TEST(MainJob, LayoutSplitsTheManifest) {
+  fs::path dir = temp_dir("main_layout");
+  kbv::RunResult r = kbv::run_command(
+      {"python3", (kSource / "scripts/main_run.py").string(), "layout", "--manifest",
+       (kSource / "examples/manifest.json").string(), "--device", "cpu", "--run", (dir / "run").string(), "--rest",
+       (dir / "rest.json").string()},
+      {}, std::chrono::seconds(60));
+  ASSERT_TRUE(r.status.exited && r.status.code == 0) << r.output << r.error;
+  json manifest = json::parse(kbv::read_file(kSource / "examples/manifest.json").text);
+  size_t in_run = 0;
+  for (const auto& e : manifest)
+    if (e.value("device", "") == "cpu" && e["cheat"].is_null() &&
+        (e["expected"] == "correct" || e["expected"] == "wrong_output"))
+      ++in_run;
+  kbv::RunDiscovery run = kbv::discover_run(dir / "run");
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  EXPECT_EQ(run.samples.size(), in_run);
+  json rest = json::parse(kbv::read_file(dir / "rest.json").text);
+  EXPECT_EQ(rest.size() + in_run, manifest.size());
+  for (const auto& e : rest) EXPECT_TRUE(fs::path(e["solution"].get<std::string>()).is_absolute());
+}
+
+}  // namespace

@@ -1,0 +1,249 @@
+// Findings of `kbv lint-problems` from the reference worker's statistics (no worker involved).
+#include "supervisor/problem_lint.h"
+
+#include <gtest/gtest.h>
+
+namespace kbv {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<Distribution> kDists = {{"D1", 1.0}, {"D2", 3.0}, {"D3", 0.01}, {"D4", -1.0}};
+const char kPath[] = "problems/level1/7_Example.py";
+
+json failed_comparison(double rel_l2, int64_t mismatches, int64_t numel) {
+  return {{"passed", false}, {"numel", numel}, {"mismatches", mismatches}, {"max_abs_error", 0.5},
+          {"rel_l2_error", rel_l2}, {"reason", "1 of 4 elements differ; first at [0]: expected 1, got 2"}};
+}
+
+json passed_comparison(double rel_l2, int64_t numel) {
+  return {{"passed", true}, {"numel", numel}, {"mismatches", 0}, {"max_abs_error", 1e-6}, {"rel_l2_error", rel_l2}};
+}
+
+// An output that judges kernels well: every probe fails by a wide margin.
+json good_output(int64_t numel = 1024) {
+  json repeat = passed_comparison(0.0, numel);
+  repeat["bitwise_equal"] = true;
+  json other = failed_comparison(0.4, numel / 2, numel);
+  other["bitwise_equal"] = false;
+  json constant = failed_comparison(0.3, numel / 2, numel);
+  constant["value"] = 0.5;
+  return {{"index", 0},      {"dtype", "float32"}, {"sizes", {numel}},   {"numel", numel},
+          {"repeat", repeat}, {"nan", {0, 0}},      {"inf", {0, 0}},      {"mean", 0.5},
+          {"std", 0.29},      {"max_abs", 1.0},     {"other_draw", other}, {"zeros", failed_comparison(1.0, numel, numel)},
+          {"constant", constant}};
+}
+
+json reply_with(const json& output) {
+  return {{"ok", true},
+          {"inputs", json::array({{{"index", 0}, {"dtype", "float32"}, {"sizes", {1024}}, {"floating", true},
+                                   {"integer_valued", false}}})},
+          {"outputs", json::array({output})},
+          {"dropout", json::array()},
+          {"allow", json::object()},
+          {"training", true}};
+}
+
+std::vector<ProblemDraw> draws_with(const std::function<json(const Distribution&)>& output_for) {
+  std::vector<ProblemDraw> draws;
+  for (const auto& d : kDists) draws.push_back({d, reply_with(output_for(d)), ""});
+  return draws;
+}
+
+const ProblemFinding* find(const std::vector<ProblemFinding>& findings, const std::string& rule) {
+  for (const auto& f : findings)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+TEST(ProblemLint, GoodProblemIsClean) {
+  auto findings = problem_findings(kPath, draws_with([](const Distribution&) { return good_output(); }));
+  EXPECT_TRUE(findings.empty()) << findings[0].message;
+  EXPECT_TRUE(problems_clean(findings));
+}
+
+TEST(ProblemLint, ZerosPassingIsAFindingNamingFileDistributionsAndNumbers) {
+  auto findings = problem_findings(kPath, draws_with([](const Distribution& d) {
+    json o = good_output();
+    if (d.name == "D3") {
+      o["zeros"] = passed_comparison(-1.0, 1024);
+      o["max_abs"] = 0.0004;
+    }
+    return o;
+  }));
+  const ProblemFinding* f = find(findings, "zeros");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "finding");
+  EXPECT_EQ(f->distributions, std::vector<std::string>{"D3"});
+  EXPECT_NE(f->message.find(kPath), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("D3 (x0.01)"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("0.0004"), std::string::npos) << f->message;
+  EXPECT_FALSE(problems_clean(findings));
+  EXPECT_EQ(find(findings, "constant"), nullptr) << "a passing constant is implied by passing zeros";
+}
+
+TEST(ProblemLint, ZerosWithinElementwiseToleranceOnlyIsANote) {
+  auto findings = problem_findings(kPath, draws_with([](const Distribution&) {
+    json o = good_output();
+    o["zeros"] = failed_comparison(1.0, 0, 1024);  // only the relative-L2 floor rejects zeros
+    return o;
+  }));
+  const ProblemFinding* f = find(findings, "zeros_elementwise");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "note");
+  EXPECT_EQ(f->distributions.size(), 4u);
+  EXPECT_TRUE(problems_clean(findings));
+}
+
+TEST(ProblemLint, ReplayAndConstantPassing) {
+  auto findings = problem_findings(kPath, draws_with([](const Distribution& d) {
+    json o = good_output();
+    if (d.name != "D2") {
+      o["other_draw"] = passed_comparison(6e-4, 1024);
+      o["other_draw"]["bitwise_equal"] = false;
+      o["constant"] = passed_comparison(3e-4, 1024);
+      o["constant"]["value"] = 6.97;
+    }
+    return o;
+  }));
+  const ProblemFinding* replay = find(findings, "insensitive");
+  ASSERT_NE(replay, nullptr);
+  EXPECT_EQ(replay->distributions, (std::vector<std::string>{"D1", "D3", "D4"}));
+  EXPECT_NE(replay->message.find("0.0006"), std::string::npos) << replay->message;
+  const ProblemFinding* constant = find(findings, "constant");
+  ASSERT_NE(constant, nullptr);
+  EXPECT_NE(constant->message.find("6.97"), std::string::npos) << constant->message;
+}
+
+TEST(ProblemLint, UniformOutputUnderOneDistributionIsANote) {
+  // ReLU under D4: the expected output is all zeros, so zeros, replays and constants pass there.
+  auto uniform = [](json o) {
+    o["std"] = 0.0;
+    o["mean"] = 0.0;
+    o["zeros"] = passed_comparison(-1.0, 1024);
+    o["other_draw"] = passed_comparison(-1.0, 1024);
+    o["other_draw"]["bitwise_equal"] = true;
+    return o;
+  };
+  auto some = problem_findings(kPath, draws_with([&](const Distribution& d) {
+    return d.name == "D4" ? uniform(good_output()) : good_output();
+  }));
+  EXPECT_TRUE(problems_clean(some));
+  ASSERT_NE(find(some, "uniform_output"), nullptr);
+  EXPECT_EQ(find(some, "uniform_output")->distributions, std::vector<std::string>{"D4"});
+  EXPECT_EQ(find(some, "zeros"), nullptr);
+
+  auto all = problem_findings(kPath, draws_with([&](const Distribution&) { return uniform(good_output()); }));
+  EXPECT_FALSE(problems_clean(all));
+  ASSERT_NE(find(all, "insensitive"), nullptr);
+  EXPECT_NE(find(all, "insensitive")->message.find("bit-identical"), std::string::npos);
+  EXPECT_NE(find(all, "zeros"), nullptr);
+}
+
+TEST(ProblemLint, UniformOutputStillReportsNaNAndNondeterminism) {
+  auto findings = problem_findings(kPath, draws_with([](const Distribution& d) {
+    json o = good_output();
+    if (d.name == "D4") {
+      o["std"] = 0.0;  // the finite elements are one value, the others NaN
+      o["nan"] = {7, 7};
+      o["repeat"] = failed_comparison(1.0, 7, 1024);
+      o["zeros"] = passed_comparison(-1.0, 1024);
+    }
+    return o;
+  }));
+  EXPECT_NE(find(findings, "uniform_output"), nullptr);
+  ASSERT_NE(find(findings, "nonfinite"), nullptr);
+  EXPECT_EQ(find(findings, "nonfinite")->distributions, std::vector<std::string>{"D4"});
+  EXPECT_NE(find(findings, "nondeterministic"), nullptr);
+  EXPECT_EQ(find(findings, "zeros"), nullptr);
+}
+
+TEST(ProblemLint, ScalarOutputIsNeverExcusedAsUniform) {
+  auto findings = problem_findings(kPath, draws_with([](const Distribution& d) {
+    json o = good_output(1);
+    o["std"] = 0.0;
+    if (d.name == "D3") o["constant"] = passed_comparison(1e-4, 1);
+    return o;
+  }));
+  ASSERT_NE(find(findings, "constant"), nullptr);
+  EXPECT_EQ(find(findings, "uniform_output"), nullptr);
+}
+
+TEST(ProblemLint, NonFiniteAndNondeterminism) {
+  auto findings = problem_findings(kPath, draws_with([](const Distribution& d) {
+    json o = good_output();
+    if (d.name == "D4") o["nan"] = {12, 9};
+    if (d.name == "D1") {
+      o["repeat"] = failed_comparison(0.2, 3, 1024);
+      o["repeat"]["bitwise_equal"] = false;
+    }
+    if (d.name == "D2") o["repeat"]["bitwise_equal"] = false;
+    return o;
+  }));
+  const ProblemFinding* nf = find(findings, "nonfinite");
+  ASSERT_NE(nf, nullptr);
+  EXPECT_EQ(nf->distributions, std::vector<std::string>{"D4"});
+  EXPECT_NE(nf->message.find("12 NaN"), std::string::npos) << nf->message;
+  const ProblemFinding* nd = find(findings, "nondeterministic");
+  ASSERT_NE(nd, nullptr);
+  EXPECT_NE(nd->message.find("expected 1, got 2"), std::string::npos) << nd->message;
+  const ProblemFinding* bits = find(findings, "nondeterministic_bits");
+  ASSERT_NE(bits, nullptr);
+  EXPECT_EQ(bits->severity, "note");
+}
+
+TEST(ProblemLint, DropoutIntegerInputsAndIntegerValuedFloats) {
+  auto draws = draws_with([](const Distribution&) { return good_output(); });
+  for (auto& d : draws) {
+    d.reply["dropout"] = {"drop (Dropout, p=0.5)"};
+    d.reply["inputs"] = {{{"index", 0}, {"dtype", "float32"}, {"sizes", {8, 4}}, {"floating", true},
+                          {"integer_valued", true}},
+                         {{"index", 1}, {"dtype", "int64"}, {"sizes", {8}}, {"floating", false}}};
+  }
+  auto findings = problem_findings(kPath, draws);
+  ASSERT_NE(find(findings, "dropout"), nullptr);
+  EXPECT_NE(find(findings, "dropout")->message.find("drop (Dropout, p=0.5)"), std::string::npos);
+  const ProblemFinding* iv = find(findings, "integer_valued_float");
+  ASSERT_NE(iv, nullptr);
+  EXPECT_NE(iv->message.find("input 0 (float32 [8, 4])"), std::string::npos) << iv->message;
+  const ProblemFinding* ii = find(findings, "integer_input");
+  ASSERT_NE(ii, nullptr);
+  EXPECT_EQ(ii->severity, "note");
+  EXPECT_NE(ii->message.find("input 1 (int64 [8])"), std::string::npos) << ii->message;
+}
+
+TEST(ProblemLint, AllowedFindingsKeepTheReasonAndUnusedAllowsAreNoted) {
+  auto draws = draws_with([](const Distribution&) {
+    json o = good_output();
+    o["constant"] = passed_comparison(3e-4, 1024);
+    return o;
+  });
+  for (auto& d : draws) d.reply["allow"] = {{"constant", "a scalar loss"}, {"zeros", "never seen"}};
+  auto findings = problem_findings(kPath, draws);
+  const ProblemFinding* c = find(findings, "constant");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->allowed, "a scalar loss");
+  EXPECT_TRUE(problems_clean(findings));
+  const ProblemFinding* unused = find(findings, "unused_allow");
+  ASSERT_NE(unused, nullptr);
+  EXPECT_NE(unused->message.find("'zeros'"), std::string::npos);
+  EXPECT_EQ(c->to_json()["allowed"], "a scalar loss");
+}
+
+TEST(ProblemLint, ReferenceFailureAndBadAllowAreFindings) {
+  auto draws = draws_with([](const Distribution&) { return good_output(); });
+  draws[3].reply = json();
+  draws[3].failure = "the reference Model's forward failed: ValueError: negative input";
+  for (auto& d : draws)
+    if (d.failure.empty()) d.reply["allow_error"] = "KBV_LINT_ALLOW must be a dict {\"rule\": \"reason\"}";
+  auto findings = problem_findings(kPath, draws);
+  const ProblemFinding* pe = find(findings, "problem_error");
+  ASSERT_NE(pe, nullptr);
+  EXPECT_EQ(pe->distributions, std::vector<std::string>{"D4"});
+  EXPECT_NE(pe->message.find("negative input"), std::string::npos) << pe->message;
+  EXPECT_NE(find(findings, "allow_error"), nullptr);
+  EXPECT_FALSE(problems_clean(findings));
+}
+
+}  // namespace
+}  // namespace kbv
