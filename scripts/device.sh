@@ -4,10 +4,13 @@
 # Logs and JSON go to $OUT (default: build-gpu/out).
 #   scripts/device.sh            everything
 #   scripts/device.sh --gpu-only only the tests and self-test entries that need the GPU
+#   scripts/device.sh --build-only  only the build (into build-gpu/), for other work to follow
 set -uo pipefail
 cd "$(dirname "$0")/.."
 gpu_only=0
+build_only=0
 [[ "${1:-}" == "--gpu-only" ]] && { gpu_only=1; shift; }
+[[ "${1:-}" == "--build-only" ]] && { build_only=1; shift; }
 root=$PWD
 out=${OUT:-$root/build-gpu/out}
 mkdir -p "$out"
@@ -34,6 +37,7 @@ cmake -S . -B "$build" -G Ninja -DKBV_PYTHON="$python" -DCMAKE_PREFIX_PATH="$roo
 rc=$?
 tail -30 "$out/build.log"
 [[ $rc -eq 0 ]] || { echo "device: build failed"; exit 1; }
+((build_only)) && exit 0
 export KBV_CACHE_DIR=$build/test-cache
 filter=()
 selftest_args=()
