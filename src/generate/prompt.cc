@@ -273,8 +273,9 @@ Words words_of(std::string_view code) {
       if (after_def && depth == def_depth) after_def = false;
     }
     if (c != ' ' && c != '\t' && c != '\r') {
-      prev_punct = c;
-      if (c == '\n' && depth > 0) prev_punct = ' ';  // a continuation line is no line start
+      // A newline inside brackets is a continuation: no line start, and the punctuation before
+      // it (the comma before a parameter on the next line) still counts.
+      if (c != '\n' || depth == 0) prev_punct = c;
       prev.clear();
     }
     ++i;

@@ -91,14 +91,21 @@ TEST(ReportE2E, ImportReportExportKernelBenchVerified) {
   EXPECT_EQ(kbv::Store::open(dir / "kbv.sqlite", error)->rows().size(), 7u);
 
   // The stored run reports without any baseline file: the speedups were stored.
+  // The dataset: the six level-1 problems of problems/ that the fixture's samples were made for
+  // (the suite has more; a fixed folder keeps the denominators below true).
+  fs::path dataset = dir / "dataset" / "level1";
+  fs::create_directories(dataset);
+  for (const char* f : {"1_Square_matrix_multiplication_.py", "19_ReLU.py", "23_Softmax.py", "26_GELU_.py",
+                        "47_Sum_reduction_over_a_dimension.py", "95_CrossEntropyLoss.py"})
+    fs::copy_file(kSource / "problems" / "level1" / f, dataset / f);
   o = kbv_cmd({"report", dir.string(), "--format", "json", "--out", (dir / "r.json").string(), "--problems",
-               (kSource / "problems").string()});
+               (dir / "dataset").string()});
   ASSERT_EQ(o.code, 0) << o.output;
   json r = json::parse(kbv::read_file(dir / "r.json").text);
   const json& run = r["runs"][0];
   EXPECT_EQ(run["protocol"], "kernelbench-import");
   const json& level1 = run["scopes"][0];
-  // Denominator: the 6 level-1 problems of problems/; 47 and 95 have no sample.
+  // Denominator: the 6 level-1 problems of the dataset; 47 and 95 have no sample.
   EXPECT_EQ(level1["problems"], 6);
   EXPECT_EQ(level1["slots"], 12);
   EXPECT_EQ(level1["missing"], 5);
