@@ -321,6 +321,8 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
   timing["sampling_s"] = cr.value("sampling_s", 0.0);
   timing["clock"] = {{"source", cr.value("clock_source", "none")},
                      {"expected_sm_mhz", cr.value("expected_mhz", 0.0)},
+                     {"sm_mhz_min", cr.value("sm_mhz_min", 0.0)},
+                     {"sm_mhz_max", cr.value("sm_mhz_max", 0.0)},
                      {"throttled_kept", cr.value("throttled_kept", 0)}};
   timing["flush_bytes"] = cr.value("flush_bytes", uint64_t{0});
   timing["sync_overhead_ms"] = cr.value("sync_overhead_ms", 0.0);

@@ -34,6 +34,7 @@ struct TimingRun {
   double sync_overhead_ms = 0;        // host clock minus events on an empty interval (GPU)
   double host_spread_ms = 0;          // q90 - q50 of the empty host intervals
   double expected_mhz = 0;            // highest SM clock seen during the warm-up
+  double sm_mhz_min = 0, sm_mhz_max = 0;  // SM clock range seen around the samples
   std::string clock_source = "none";  // "nvml" or "none"
   int throttled_kept = 0;             // throttled samples kept after max_discards
   uint64_t flush_bytes = 0;
