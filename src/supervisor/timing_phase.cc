@@ -18,6 +18,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A kernel can move bytes somewhat faster than the measured copy (a copy reaches 85-90% of the
+// peak bandwidth): only a median below this fraction of the floor is impossible.
+constexpr double kFloorMargin = 0.8;
+
 std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
 
 std::string reply_message(const Reply& r) {
@@ -176,6 +180,8 @@ std::string timing_summary(const json& record) {
 void timing_phase(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                   WorkerProcess& reference, WorkerProcess& candidate) {
   const TimingProtocol& tp = options.protocol.timing;
+  // --protocol kernelbench reproduces upstream, which has none of these checks: they only warn.
+  const std::string reject = options.protocol.name == "kernelbench" ? "warn" : "reject";
   json timing = json::object();
   auto give_up = [&](const std::string& why) {
     timing["error"] = why;
@@ -225,7 +231,7 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
   timing["wall_check"] = {{"supervisor_ms", supervisor_ms}, {"reported_sum_ms", reported_ms}, {"ok", wall_ok}};
   if (!wall_ok)
     record["findings"].push_back(finding(
-        "timing_mismatch", "reject",
+        "timing_mismatch", reject,
         cs.samples == 0 ? "the candidate worker reported no timing samples"
                         : fmt::format("the candidate worker reported samples adding up to {:.3f} ms, but the whole "
                                       "timing request took {:.3f} ms by the supervisor's clock: the reported times "
@@ -253,13 +259,13 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
   if (sc.status == Reply::Status::ok) {
     timing["spot_checks"] = {{"checked", sc.body.value("checked", 0)}, {"failed", sc.body.value("failed", 0)}};
     if (sc.body.value("failed", 0) > 0)
-      record["findings"].push_back(finding("spot_check_failed", "reject",
+      record["findings"].push_back(finding("spot_check_failed", reject,
                                            fmt::format("{} of {} spot-checked values of timed calls were wrong: {}",
                                                        sc.body.value("failed", 0), sc.body.value("checked", 0),
                                                        sc.body.value("first_failure", "")),
                                            "outputs of timed calls", "T5"));
     else if (entries.empty() && sc.body.value("expected_numel", int64_t{0}) > 0)
-      record["findings"].push_back(finding("spot_check_failed", "reject",
+      record["findings"].push_back(finding("spot_check_failed", reject,
                                            "the candidate worker reported no output values of its timed calls",
                                            "outputs of timed calls", "T5"));
   } else {
@@ -306,12 +312,12 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
     timing["bandwidth_bytes_per_s"] = bw;
     timing["floor_ms"] = fl;
     if (cs.median_ms > 0) timing["speed_of_light"] = fl / cs.median_ms;
-    if (fl > 0 && cs.median_ms > 0 && cs.median_ms < fl)
+    if (fl > 0 && cs.median_ms > 0 && cs.median_ms < kFloorMargin * fl)
       record["findings"].push_back(finding(
-          "impossible_speed", "reject",
-          fmt::format("median time {:.4f} ms is below the physical floor {:.4f} ms ({} bytes of inputs and outputs "
-                      "at the measured {:.1f} GB/s): the work cannot have been done",
-                      cs.median_ms, fl, bytes, bw / 1e9),
+          "impossible_speed", reject,
+          fmt::format("median time {:.4f} ms is below {:.0f}% of the physical floor {:.4f} ms ({} bytes of inputs and "
+                      "outputs at the measured copy bandwidth of {:.1f} GB/s): the work cannot have been done",
+                      cs.median_ms, 100 * kFloorMargin, fl, bytes, bw / 1e9),
           "timing.floor_ms", "T15"));
   } else {
     timing["floor_error"] = error;
