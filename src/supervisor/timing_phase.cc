@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -177,8 +178,57 @@ std::string timing_summary(const json& record) {
   return line;
 }
 
+namespace {
+
+// Consistency of the spot entries with the timed calls the candidate reported: every entry names
+// the input set its call ran on (sample mod sets), and every call up to spot_max_calls has entries.
+// Empty when consistent, else what is wrong.
+std::string spot_entries_problem(const json& entries, int calls, int sets, int max_calls) {
+  std::set<int64_t> samples;
+  for (const auto& e : entries) {
+    if (!e.is_object() || !e.contains("sample") || !e["sample"].is_number_integer() || !e.contains("set") ||
+        !e["set"].is_number_integer())
+      return "a spot entry without an integer sample and set: " + e.dump().substr(0, 200);
+    int64_t sample = e["sample"].get<int64_t>(), set = e["set"].get<int64_t>();
+    if (sample < 0 || sample >= calls || sets <= 0 || set != sample % sets)
+      return fmt::format("a spot entry for timed call {} names input set {}; that call ran on set {} of {}", sample,
+                         set, sets > 0 ? sample % sets : -1, sets);
+    samples.insert(sample);
+  }
+  const int want = std::min(calls, max_calls);
+  if (static_cast<int>(samples.size()) < want)
+    return fmt::format("spot entries cover {} of the first {} timed calls", samples.size(), want);
+  return "";
+}
+
+}  // namespace
+
+void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+                          WorkerProcess& reference, WorkerProcess& candidate);
+
 void timing_phase(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                   WorkerProcess& reference, WorkerProcess& candidate) {
+  // The candidate worker's reply is a claim from hostile code: a malformed one is a forged one.
+  try {
+    timing_phase_checked(record, pair, options, env, reference, candidate);
+  } catch (const json::exception& e) {
+    record["timing"] = json{{"error", std::string("malformed timing reply: ") + e.what()}};
+    record["findings"].push_back(finding("timing_mismatch", options.protocol.name == "kernelbench" ? "warn" : "reject",
+                                         std::string("the candidate worker's timing reply is malformed (") + e.what() +
+                                             "): the reporting channel was tampered with",
+                                         "timing reply", "T14"));
+    if (options.protocol.name != "kernelbench") {
+      record["verdict"] = "rejected";
+      record["message"] = record["findings"].back()["message"];
+      record["correctness"] = false;
+    }
+    reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
+    candidate.call({{"op", "time_release"}}, ms(options.timeouts.call_s));
+  }
+}
+
+void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+                          WorkerProcess& reference, WorkerProcess& candidate) {
   const TimingProtocol& tp = options.protocol.timing;
   // --protocol kernelbench reproduces upstream, which has none of these checks: they only warn.
   const std::string reject = options.protocol.name == "kernelbench" ? "warn" : "reject";
@@ -212,6 +262,7 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
                           : interrupted()                    ? "interrupted"
                                                              : "runtime_error";
     std::string message = "while timing the candidate: " + reply_message(c);
+    if (verdict == "runtime_error" && is_sticky_cuda_error(message)) verdict = "crashed";
     record["verdict"] = verdict;
     record["message"] = message;
     record["correctness"] = false;
@@ -226,7 +277,7 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
 
   // Wall check: the samples the candidate's process reports cannot add up to more than the
   // supervisor saw the whole request take (T4: a patched or forged timer).
-  const double reported_ms = sum_of(cr["samples_ms"]) + sum_of(cr["discarded_ms"]);
+  const double reported_ms = sum_of(cr.value("samples_ms", json::array())) + sum_of(cr.value("discarded_ms", json::array()));
   const bool wall_ok = reported_ms <= supervisor_ms && cs.samples > 0;
   timing["wall_check"] = {{"supervisor_ms", supervisor_ms}, {"reported_sum_ms", reported_ms}, {"ok", wall_ok}};
   if (!wall_ok)
@@ -256,6 +307,15 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
                              {"atol", options.protocol.atol},
                              {"rtol", options.protocol.rtol}},
                             ms(options.timeouts.reference_s));
+  // Outputs with no elements have no positions to check.
+  const bool has_elements = sc.status != Reply::Status::ok || sc.body.value("expected_numel", int64_t{0}) > 0;
+  const std::string inconsistent =
+      spot_entries_problem(entries, cs.samples + cs.discarded, cr.value("sets", 0), has_elements ? tp.spot_max_calls : 0);
+  if (!inconsistent.empty())
+    record["findings"].push_back(finding("spot_check_failed", reject,
+                                         "the candidate worker's spot checks do not match its timed calls: " +
+                                             inconsistent,
+                                         "outputs of timed calls", "T5"));
   if (sc.status == Reply::Status::ok) {
     timing["spot_checks"] = {{"checked", sc.body.value("checked", 0)}, {"failed", sc.body.value("failed", 0)}};
     if (sc.body.value("failed", 0) > 0)

@@ -127,7 +127,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
   run.method = "cuda-events+host-sync";
   run.flush_bytes = gpu_flush_bytes(config.flush_bytes);
   DeviceBuffer flush(run.flush_bytes);
-  Nvml nvml;
+  static const Nvml nvml;  // opened once per worker
   run.clock_source = nvml.ok() ? "nvml" : "none";
   Event start, stop;
   const int sets = std::max(config.sets, 1);
@@ -135,8 +135,9 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
   auto flush_l2 = [&](int k) {
     cudaStream_t s = c10::cuda::getCurrentCUDAStream().stream();
     check_cuda(cudaMemsetAsync(flush.p, k & 0xff, run.flush_bytes, s), "flushing L2");
-    // Persisting-L2 windows set by anyone (the candidate included) are reset before every sample.
-    check_cuda(cudaCtxResetPersistingL2Cache(), "resetting persisting L2 lines");
+    // Persisting-L2 lines set by anyone (the candidate included) are reset before every sample.
+    // Devices without persisting L2 (before Ampere) may refuse: nothing to reset there.
+    if (cudaCtxResetPersistingL2Cache() != cudaSuccess) (void)cudaGetLastError();
     check_cuda(cudaDeviceSynchronize(), "synchronising before a sample");
   };
 
@@ -345,16 +346,23 @@ nlohmann::json spot_compare(const nlohmann::json& entries, const std::vector<std
   };
   for (const auto& e : entries) {
     ++checked;
-    size_t set = e.value("set", size_t{0}), out = e.value("output", size_t{0});
-    int64_t index = e.value("index", int64_t{-1});
+    if (!e.is_object() || !e.contains("set") || !e["set"].is_number_integer() || e["set"].get<int64_t>() < 0 ||
+        !e.contains("output") || !e["output"].is_number_integer() || e["output"].get<int64_t>() < 0 ||
+        !e.contains("index") || !e["index"].is_number_integer() || !e.contains("value")) {
+      fail("a malformed spot entry: " + e.dump().substr(0, 200));
+      continue;
+    }
+    const size_t set = e["set"].get<size_t>(), out = e["output"].get<size_t>();
+    const int64_t index = e["index"].get<int64_t>();
+    const std::string call = e.contains("sample") ? e["sample"].dump() : "?";
     if (set >= expected.size() || out >= expected[set].size()) {
       fail(fmt::format("timed call {} reported output {} of input set {}, which does not exist",
-                       e.value("sample", -1), out, set));
+                       call, out, set));
       continue;
     }
     at::Tensor flat = expected[set][out].reshape(-1);
     if (index < 0 || index >= flat.numel()) {
-      fail(fmt::format("timed call {}: position {} is outside output {} ({} elements)", e.value("sample", -1), index,
+      fail(fmt::format("timed call {}: position {} is outside output {} ({} elements)", call, index,
                        out, flat.numel()));
       continue;
     }
@@ -374,13 +382,13 @@ nlohmann::json spot_compare(const nlohmann::json& entries, const std::vector<std
       if (!ok)
         fail(fmt::format("timed call {} (input set {}): output {} at flat index {} is {}, expected {} "
                          "(a timed call returned a stale or wrong value)",
-                         e.value("sample", -1), set, out, index, got_text, x));
+                         call, set, out, index, got_text, x));
     } else {
       int64_t x = ev.scalar_type() == at::kBool ? (ev.item<bool>() ? 1 : 0) : ev.to(at::kLong).item<int64_t>();
       ok = got.is_number_integer() && got.get<int64_t>() == x;
       if (!ok)
         fail(fmt::format("timed call {} (input set {}): output {} at flat index {} is {}, expected {}",
-                         e.value("sample", -1), set, out, index, got_text, x));
+                         call, set, out, index, got_text, x));
     }
   }
   return {{"checked", checked}, {"failed", failed}, {"first_failure", first}};
