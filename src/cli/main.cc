@@ -45,6 +45,7 @@ struct CommonFlags {
   std::string timing = "on";
   double rse = -1, time_cap = -1;
   int timing_sets = -1;
+  int64_t flush_bytes = -1;
   std::vector<std::string> baselines;
 
   void add(CLI::App* app) {
@@ -56,6 +57,9 @@ struct CommonFlags {
     app->add_option("--time-cap", time_cap, "seconds of sampling per timed callable at most (default 1)")
         ->check(CLI::PositiveNumber);
     app->add_option("--timing-sets", timing_sets, "input sets cycled through while timing (default 4)")
+        ->check(CLI::PositiveNumber);
+    app->add_option("--flush-bytes", flush_bytes, "bytes written to flush the caches before each sample (default: "
+                                                  "2 x L2 on a GPU, 2 x L3 up to 64 MiB on the CPU; 1: no flush)")
         ->check(CLI::PositiveNumber);
     app->add_option("--baselines", baselines, "baselines to time: tf32,fp32[,compile] (default tf32,fp32)")
         ->delimiter(',')
@@ -92,6 +96,7 @@ struct CommonFlags {
     if (rse > 0) o.protocol.timing.rule.rse_target = rse;
     if (time_cap > 0) o.protocol.timing.rule.time_cap_s = time_cap;
     if (timing_sets > 0) o.protocol.timing.sets = timing_sets;
+    if (flush_bytes > 0) o.protocol.timing.flush_bytes = static_cast<uint64_t>(flush_bytes);
     if (!baselines.empty()) o.protocol.timing.baselines = baselines;
     o.device = device;
     o.timeouts = timeouts;

@@ -189,6 +189,27 @@ TEST(TimingGpu, SkipLargeIsCaughtAtDefaultTrials) {
   EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
 }
 
+TEST(TimingGpu, L2FlushMakesASmallInputSlower) {
+  if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: the L2 flush is a GPU matter";
+  // The reference as its own candidate on a 4 MiB ReLU: cache-hot without the flush.
+  fs::path dir = scratch("l2");
+  std::string problem = (kSource / "bench/problems/level1/2_Small_relu.py").string();
+  fs::path sol = dir / "candidate.py";
+  ASSERT_TRUE(kbv::write_file_atomic(sol, kbv::read_file(problem).text + "\n\nclass ModelNew(Model):\n    pass\n").empty());
+  auto timed = [&](std::vector<std::string> extra) {
+    fs::path out = dir / "r.json";
+    std::vector<std::string> args = {"eval", "--problem", problem, "--solution", sol.string(), "--device", "cuda",
+                                     "--trials", "1", "--policy", "lenient", "--json", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Outcome o = kbv_run(args, out);
+    EXPECT_EQ(o.record["verdict"], "correct") << o.output;
+    return o.record["timing"]["candidate"]["median_ms"].get<double>();
+  };
+  double flushed = timed({});
+  double hot = timed({"--flush-bytes", "1"});
+  EXPECT_GT(flushed, hot) << "flushed " << flushed << " ms, cache-hot " << hot << " ms";
+}
+
 TEST(TimingGpu, HonestRecordUsesEventsAndClock) {
   if (!gpu_visible()) GTEST_SKIP() << "needs a GPU";
   Outcome o = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda");
