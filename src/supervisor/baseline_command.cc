@@ -1,5 +1,6 @@
 #include "supervisor/baseline_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
