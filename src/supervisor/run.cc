@@ -1,5 +1,4 @@
 #include "supervisor/run.h"
-#include "supervisor/timing_phase.h"
 
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "build/diagnostics.h"
 #include "report/kernelbench.h"
 #include "store/store.h"
+#include "supervisor/timing_phase.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
