@@ -11,9 +11,11 @@
 #include "cli/generate_command.h"
 #include "problem/problem.h"
 #include "report/command.h"
+#include "supervisor/baseline_command.h"
 #include "supervisor/problem_lint.h"
 #include "supervisor/run.h"
 #include "supervisor/selftest.h"
+#include "supervisor/timing_phase.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
 
@@ -40,8 +42,28 @@ struct CommonFlags {
   std::optional<uint64_t> seed;
   std::string cache_dir;
   kbv::Timeouts timeouts;
+  std::string timing = "on";
+  double rse = -1, time_cap = -1;
+  int timing_sets = -1;
+  int64_t flush_bytes = -1;
+  std::vector<std::string> baselines;
 
   void add(CLI::App* app) {
+    app->add_option("--timing", timing, "time correct candidates and baselines (docs/TIMING.md)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
+    app->add_option("--rse", rse, "stop sampling at this relative standard error (default 0.005)")
+        ->check(CLI::PositiveNumber);
+    app->add_option("--time-cap", time_cap, "seconds of sampling per timed callable at most (default 1)")
+        ->check(CLI::PositiveNumber);
+    app->add_option("--timing-sets", timing_sets, "input sets cycled through while timing (default 4)")
+        ->check(CLI::PositiveNumber);
+    app->add_option("--flush-bytes", flush_bytes, "bytes written to flush the caches before each sample (default: "
+                                                  "2 x L2 on a GPU, 2 x L3 up to 64 MiB on the CPU; 1: no flush)")
+        ->check(CLI::PositiveNumber);
+    app->add_option("--baselines", baselines, "baselines to time: tf32,fp32[,compile] (default tf32,fp32)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"tf32", "fp32", "compile"}));
     app->add_option("--device", device, "cuda or cpu (default: cuda when a GPU is visible)")
         ->check(CLI::IsMember({"cuda", "cpu"}));
     app->add_option("--protocol", protocol,
@@ -70,6 +92,12 @@ struct CommonFlags {
     if (tolerance > 0) o.protocol.atol = o.protocol.rtol = o.protocol.rel_l2 = tolerance;
     o.protocol.seed = seed;
     o.protocol.policy = *kbv::parse_policy(policy);
+    o.protocol.timing.enabled = timing == "on";
+    if (rse > 0) o.protocol.timing.rule.rse_target = rse;
+    if (time_cap > 0) o.protocol.timing.rule.time_cap_s = time_cap;
+    if (timing_sets > 0) o.protocol.timing.sets = timing_sets;
+    if (flush_bytes > 0) o.protocol.timing.flush_bytes = static_cast<uint64_t>(flush_bytes);
+    if (!baselines.empty()) o.protocol.timing.baselines = baselines;
     o.device = device;
     o.timeouts = timeouts;
     o.cache_dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
@@ -119,6 +147,7 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
     std::fprintf(stderr, "  failed: trial %d %s (x%g)\n", d["trial"].get<int>(),
                  d["distribution"].get<std::string>().c_str(), d["scale"].get<double>());
   }
+  if (std::string t = kbv::timing_summary(record); !t.empty()) std::fprintf(stderr, "  %s\n", t.c_str());
   if (json_out == "-") {
     std::cout << record.dump(2) << "\n";
   } else if (!json_out.empty()) {
@@ -358,6 +387,20 @@ int main(int argc, char** argv) {
   lint_problems->add_option("--timeout", lp_flags.timeouts.reference_s, "seconds for one distribution of one problem")
       ->capture_default_str();
 
+  CommonFlags baseline_flags;
+  kbv::BaselineCommandOptions baseline_opts;
+  std::string baseline_problems;
+  auto* baseline = app.add_subcommand("baseline", "time the baselines of a dataset into the cache; import/export "
+                                                  "KernelBench's baseline JSON (docs/TIMING.md)");
+  baseline->add_option("--problems", baseline_problems, "a KernelBench dataset root (level1/...)")->required();
+  baseline->add_option("--level", baseline_opts.level, "only this level");
+  baseline->add_option("--export", baseline_opts.export_file, "write the cached baselines as KernelBench JSON ('-': stdout)");
+  baseline->add_option("--import", baseline_opts.import_file, "read KernelBench baseline JSON into the cache");
+  baseline->add_option("--mode", baseline_opts.mode, "the baseline exported or imported")
+      ->check(CLI::IsMember({"tf32", "fp32", "compile"}))
+      ->capture_default_str();
+  baseline_flags.add(baseline);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -393,6 +436,11 @@ int main(int argc, char** argv) {
       pos = comma + 1;
     }
     return kbv::evaluate_run(ro);
+  }
+  if (*baseline) {
+    baseline_opts.problems_dir = baseline_problems;
+    baseline_opts.eval = baseline_flags.options();
+    return kbv::baseline_command(baseline_opts);
   }
   if (*generate->app) return generate->run();
   if (*report) {

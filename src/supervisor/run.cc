@@ -18,6 +18,7 @@
 #include "build/diagnostics.h"
 #include "report/kernelbench.h"
 #include "store/store.h"
+#include "supervisor/timing_phase.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
@@ -496,6 +497,11 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   } else {
     set_verdict(record, "wrong_output", first_failure);
     record["metadata"]["correctness_issue"] = first_failure;
+  }
+  // 5. Timing (src/supervisor/timing_phase.h): only a correct candidate is timed.
+  if (record["verdict"] == "correct" && p.timing.enabled) {
+    timing_phase(record, pair, options, env, *ref, *cand);
+    record["seconds"] = since(t0);
   }
   return record;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lint/finding.h"
+#include "measure/measure.h"
 
 namespace kbv {
 
@@ -31,6 +32,7 @@ struct Protocol {
   // faster for multi-GiB inputs) or "host" (upstream: drawn on the CPU, then copied).
   std::string input_draw = "device";
   Policy policy = Policy::strict;           // static findings: strict rejects, lenient only warns (docs/POLICY.md)
+  TimingProtocol timing;                    // the timing engine's knobs (docs/TIMING.md)
 
   nlohmann::json to_json() const;
 };

@@ -26,6 +26,7 @@
 
 #include "check/compare.h"
 #include "proto/channel.h"
+#include "worker/timing.h"
 #include "worker/transfer.h"
 
 namespace py = pybind11;
@@ -700,6 +701,234 @@ _ext.load_inline = _guarded
     return json{{"ok", true}, {"outputs", handles}, {"seconds", seconds}};
   }
 
+  // ---- Timing (docs/TIMING.md; the loop itself is src/worker/timing.*) ----
+  LiveInputs time_sets;                                // per set, the tensor arguments; live buffers
+  std::vector<std::vector<at::Tensor>> time_expected;  // reference: strict-FP32 outputs of each set
+  std::vector<py::object> time_template;               // set 0's arguments (tensors replaced by live ones)
+  std::vector<int> time_tensor_pos;                    // argument index of each tensor
+  TransferSet time_transfers;
+
+  json release_timing() {
+    time_sets = LiveInputs{};
+    time_expected.clear();
+    time_template.clear();
+    time_tensor_pos.clear();
+    time_transfers.clear();
+    release_cached_memory(device);
+    return json{{"ok", true}};
+  }
+
+  // "fp32": strict (no TF32 anywhere); "tf32": matmul precision 'high' and cuDNN TF32 on.
+  void set_precision(const std::string& mode) {
+    py::module_ torch = py::module_::import("torch");
+    bool tf32 = mode == "tf32";
+    torch.attr("set_float32_matmul_precision")(tf32 ? "high" : "highest");
+    torch.attr("backends").attr("cuda").attr("matmul").attr("allow_tf32") = tf32;
+    torch.attr("backends").attr("cudnn").attr("allow_tf32") = tf32;
+  }
+
+  // Reference: K input sets from secret seeds (fewer when K would exceed max_bytes, never fewer
+  // than 2), their strict-FP32 expected outputs kept here, the sets exported for the candidate.
+  json time_inputs(const json& request) {
+    release();
+    release_timing();
+    const json& seeds = request.at("seeds");
+    uint64_t max_bytes = request.value("max_bytes", uint64_t{4} << 30);
+    bool on_device = device == "cuda" && request.value("input_draw", "host") == "device";
+    at::Device dev = device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    json sets_wire = json::array();
+    uint64_t input_bytes = 0, output_bytes = 0;
+    for (size_t s = 0; s < seeds.size(); ++s) {
+      py::list raw;
+      try {
+        torch::manual_seed(seeds[s].get<uint64_t>());
+        py::object ctx = py::module_::import("torch").attr("device")(on_device ? "cuda" : "cpu");
+        ctx.attr("__enter__")();
+        try {
+          raw = module.attr("get_inputs")();
+        } catch (...) {
+          ctx.attr("__exit__")(py::none(), py::none(), py::none());
+          throw;
+        }
+        ctx.attr("__exit__")(py::none(), py::none(), py::none());
+      } catch (py::error_already_set& e) {
+        throw python_error("problem_error", "get_inputs() failed while drawing timing inputs", e);
+      }
+      uint64_t bytes = 0;
+      for (auto item : raw)
+        if (THPVariable_Check(item.ptr())) bytes += THPVariable_Unpack(item.ptr()).nbytes();
+      if (s >= 2 && (s + 1) * bytes > max_bytes) break;
+      std::vector<at::Tensor> tensors;
+      std::vector<py::object> args;
+      json wire = json::array();
+      for (size_t i = 0; i < raw.size(); ++i) {
+        py::object item = raw[i];
+        if (THPVariable_Check(item.ptr())) {
+          at::Tensor t = THPVariable_Unpack(item.ptr()).to(dev);
+          wire.push_back(time_transfers.export_tensor(t));
+          tensors.push_back(t);
+          // The reference computes on a copy: an in-place reference must not change the set.
+          args.push_back(py::reinterpret_steal<py::object>(THPVariable_Wrap(t.clone())));
+          if (s == 0) time_tensor_pos.push_back(static_cast<int>(i));
+        } else {
+          wire.push_back(to_wire(item, time_transfers, "get_inputs()"));
+          args.push_back(item);
+        }
+        if (s == 0) time_template.push_back(item);
+      }
+      double seconds = 0;
+      py::object out = forward(args, "problem_error", "the reference Model's forward failed on timing inputs", seconds);
+      Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
+      if (!o.plain) throw WorkerError{"problem_error", "the reference " + o.reason, ""};
+      std::vector<at::Tensor> expected_set;
+      for (auto& t : o.tensors) expected_set.push_back(t.detach());
+      if (s == 0) {
+        input_bytes = bytes;
+        for (auto& t : expected_set) output_bytes += t.nbytes();
+      }
+      time_expected.push_back(std::move(expected_set));
+      time_sets.sets.push_back(std::move(tensors));
+      sets_wire.push_back(wire);
+    }
+    return json{{"ok", true}, {"sets", sets_wire}, {"input_bytes", input_bytes}, {"output_bytes", output_bytes}};
+  }
+
+  // The timing loop on `fn` over the input sets loaded in time_sets/time_template.
+  json time_callable(py::object fn, const json& request, SpotSampler* spot) {
+    time_sets.init();
+    std::vector<py::object> args = time_template;
+    for (size_t i = 0; i < time_tensor_pos.size(); ++i)
+      args[time_tensor_pos[i]] = py::reinterpret_steal<py::object>(THPVariable_Wrap(time_sets.live[i]));
+    py::tuple call_args = py::tuple(py::cast(args));
+    TimingConfig config;
+    config.cuda = device == "cuda";
+    config.sets = static_cast<int>(time_sets.sets.size());
+    config.flush_bytes = request.value("flush_bytes", uint64_t{0});
+    const json& rule = request.value("rule", json::object());
+    config.rule.warmup = rule.value("warmup", config.rule.warmup);
+    config.rule.min_samples = rule.value("min_samples", config.rule.min_samples);
+    config.rule.min_samples_at_cap = rule.value("min_samples_at_cap", config.rule.min_samples_at_cap);
+    config.rule.max_samples = rule.value("max_samples", config.rule.max_samples);
+    config.rule.rse_target = rule.value("rse_target", config.rule.rse_target);
+    config.rule.time_cap_s = rule.value("time_cap_s", config.rule.time_cap_s);
+    config.rule.max_discards = rule.value("max_discards", config.rule.max_discards);
+    py::object last;
+    py::handle tensor_type = py::module_::import("torch").attr("Tensor");
+    const char* context = role == "candidate" ? "ModelNew.forward raised during timing"
+                                              : "the reference Model's forward raised during timing";
+    TimingRun run = run_timing(
+        config, [&](int k) { time_sets.load(k); },
+        [&]() {
+          try {
+            at::NoGradGuard no_grad;
+            last = fn(*call_args);
+          } catch (py::error_already_set& e) {
+            throw python_error("runtime_error", context, e);
+          }
+        },
+        [&](int sample, int k) {
+          if (spot) {
+            Outputs o = flatten_outputs(last, tensor_type);
+            spot->take(sample, k, o.tensors);
+          }
+          last = py::none();
+        });
+    json reply = run.to_json();
+    reply["ok"] = true;
+    reply["sets"] = time_sets.sets.size();
+    return reply;
+  }
+
+  json time_reference(const json& request) {
+    std::string mode = request.value("mode", "tf32");
+    if (mode != "fp32" && mode != "tf32" && mode != "compile")
+      throw WorkerError{"protocol_error", "unknown baseline mode '" + mode + "' (fp32, tf32, compile)", ""};
+    if (time_sets.sets.empty()) throw WorkerError{"protocol_error", "time before time_inputs", ""};
+    // compile: inductor's default mode on the TF32 settings of the realistic baseline.
+    set_precision(mode == "fp32" ? "fp32" : "tf32");
+    json reply;
+    try {
+      py::object fn = model;
+      if (mode == "compile") {
+        try {
+          fn = py::module_::import("torch").attr("compile")(model);
+        } catch (py::error_already_set& e) {
+          throw python_error("runtime_error", "torch.compile(Model) failed", e);
+        }
+      }
+      reply = time_callable(fn, request, nullptr);
+      reply["mode"] = mode;
+    } catch (...) {
+      set_precision("fp32");
+      throw;
+    }
+    set_precision("fp32");
+    return reply;
+  }
+
+  json time_candidate(const json& request) {
+    release();
+    release_timing();
+    const json& sets = request.at("sets");
+    for (size_t s = 0; s < sets.size(); ++s) {
+      std::vector<at::Tensor> tensors;
+      for (size_t i = 0; i < sets[s].size(); ++i) {
+        const json& a = sets[s][i];
+        if (a.value("kind", "") == "tensor") {
+          tensors.push_back(time_transfers.import_tensor(a));
+          if (s == 0) {
+            time_tensor_pos.push_back(static_cast<int>(i));
+            time_template.push_back(py::none());
+          }
+        } else if (s == 0) {
+          time_template.push_back(from_wire(a, time_transfers, device));
+        }
+      }
+      time_sets.sets.push_back(std::move(tensors));
+    }
+    SpotSampler spot;
+    spot.rng.seed(request.value("spot_seed", uint64_t{0}));
+    spot.per_output = request.value("spot_per_output", 2);
+    spot.max_calls = request.value("spot_max_calls", 64);
+    json reply = time_callable(model, request, &spot);
+    reply["spot"] = spot.entries;
+    return reply;
+  }
+
+  json spot_check(const json& request) {
+    json r = spot_compare(request.at("entries"), time_expected, request.value("atol", 1e-3), request.value("rtol", 1e-3));
+    int64_t numel = 0;
+    for (const auto& set : time_expected)
+      for (const auto& t : set) numel += t.numel();
+    r["expected_numel"] = numel;
+    r["ok"] = true;
+    return r;
+  }
+
+  // Copy bandwidth and FP32/TF32 matmul rates of this device (the physical floor, docs/TIMING.md).
+  json calibrate(const json& request) {
+    json reply = calibrate_bandwidth(device == "cuda");
+    int64_t n = request.value("matmul_n", device == "cuda" ? 8192 : 512);
+    at::Device dev = device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    at::Tensor a = at::rand({n, n}, at::TensorOptions().device(dev));
+    at::Tensor b = at::rand({n, n}, at::TensorOptions().device(dev));
+    TimingConfig config;
+    config.cuda = device == "cuda";
+    config.rule.time_cap_s = 0.5;
+    config.flush_bytes = 1;
+    for (const char* mode : {"fp32", "tf32"}) {
+      set_precision(mode);
+      TimingRun run = run_timing(config, [](int) {}, [&]() { (void)at::mm(a, b); }, [](int, int) {});
+      Stats s = summarize(run.kept_ms);
+      reply[fmt::format("matmul_{}_flops_per_s", mode)] =
+          s.median_ms > 0 ? 2.0 * static_cast<double>(n) * n * n / (s.median_ms / 1000.0) : 0.0;
+    }
+    set_precision("fp32");
+    reply["matmul_n"] = n;
+    reply["ok"] = true;
+    return reply;
+  }
+
   json dispatch(const json& request) {
     std::string op = request.value("op", "");
     if (op == "hello") return hello();
@@ -711,9 +940,16 @@ _ext.load_inline = _guarded
       if (op == "check") return check(request);
       if (op == "release") return release();
       if (op == "lint") return lint(request);
+      if (op == "time_inputs") return time_inputs(request);
+      if (op == "time") return time_reference(request);
+      if (op == "spot_check") return spot_check(request);
+      if (op == "time_release") return release_timing();
+      if (op == "calibrate") return calibrate(request);
     } else if (role == "candidate") {
       if (op == "load") return load_candidate(request);
       if (op == "run") return run(request);
+      if (op == "time") return time_candidate(request);
+      if (op == "time_release") return release_timing();
       if (op == "release") return release();
     } else if (role == "build") {
       if (op == "build") return build(request);

@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Benchmarks of kbv's timing engine (bench/README.md). Each subcommand writes JSON under $OUT.
+
+Runs on the GPU machine with the Python that has torch (only `protocol` and `overhead` import
+torch, for KernelBench's own timing loop); everything else drives the kbv binary.
+"""
+import argparse
+import itertools
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A/A problems: matmul shapes (square, matrix-vector, tall-skinny, batched, transposed),
+# element-wise, softmax, norms, reductions, pooling, convolutions, scans, attention.
+AA_PROBLEMS = [
+    "1_Square_matrix_multiplication_", "105_Matrix_vector_multiplication", "103_Tall_skinny_matmul",
+    "101_Batched_matmul", "104_Matmul_with_transposed_A", "19_ReLU", "26_GELU_", "106_Sigmoid", "23_Softmax",
+    "111_LogSoftmax", "113_LayerNorm", "115_RMSNorm", "112_BatchNorm2d", "114_GroupNorm",
+    "47_Sum_reduction_over_a_dimension", "117_Max_reduction_over_a_dimension", "120_MaxPool2d", "121_AvgPool3d",
+    "123_Conv2d", "124_Conv1d", "127_Depthwise_conv2d", "130_Cumsum", "138_Scaled_dot_product_attention",
+    "139_Causal_attention",
+]
+
+# The reference as its own candidate, in strict FP32 (the fp32 baseline's settings): A/A.
+WRAPPER = '''
+# --- kbv bench: the reference submitted as its own candidate (A/A), strict FP32 ---
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.set_float32_matmul_precision("highest")
+
+
+class ModelNew(Model):
+    pass
+'''
+
+
+def out_dir():
+    d = Path(os.environ.get("OUT") or ROOT / "build" / "bench-out")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def kbv_binary(args):
+    if args.kbv:
+        return args.kbv
+    for b in (ROOT / "build-gpu" / "kbv", ROOT / "build" / "kbv"):
+        if b.exists():
+            return str(b)
+    sys.exit("bench: no kbv binary (build first, or pass --kbv)")
+
+
+def run(cmd, env_extra=None):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    print("+", " ".join(str(c) for c in cmd), file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    p = subprocess.run([str(c) for c in cmd], env=env, text=True, capture_output=True)
+    if p.returncode not in (0, 1):
+        print(p.stdout[-4000:], p.stderr[-4000:], file=sys.stderr)
+        sys.exit(f"bench: {cmd[0]} exited {p.returncode}")
+    return p, time.monotonic() - t0
+
+
+def problem_path(name, problems):
+    for level in sorted(Path(problems).glob("level*")):
+        f = level / (name + ".py")
+        if f.exists():
+            return f
+    sys.exit(f"bench: no problem {name} under {problems}")
+
+
+def common_flags(args):
+    flags = ["--device", args.device, "--cache-dir", args.cache_dir]
+    if args.time_cap:
+        flags += ["--time-cap", str(args.time_cap)]
+    return flags
+
+
+def eval_json(args, problem, solution, extra, name):
+    path = out_dir() / "records" / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    p, wall = run([kbv_binary(args), "eval", "--problem", problem, "--solution", solution, "--json", path,
+                   *common_flags(args), *extra])
+    rec = json.loads(path.read_text())
+    return rec, wall
+
+
+def write(name, result):
+    path = out_dir() / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result.get("summary", result), indent=2))
+    print(f"bench: wrote {path}", file=sys.stderr)
+
+
+# ---- 1. A/A ---------------------------------------------------------------------------------
+def aa(args):
+    names = args.problems_list.split(",") if args.problems_list else AA_PROBLEMS
+    work = out_dir() / "aa"
+    data, run_dir = work / "problems", work / "run"
+    for d in (data / "level1", run_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    for i, name in enumerate(names, start=1):
+        src = problem_path(name, args.problems).read_text()
+        pid = 1000 + i  # own numbering: the copy keeps its name after the id
+        (data / "level1" / f"{pid}_{name}.py").write_text(src)
+        for s in range(args.repeats):
+            (run_dir / f"level_1_problem_{pid}_sample_{s}_kernel.py").write_text(src + WRAPPER)
+    _, wall = run([kbv_binary(args), "eval", "--problems", data, "--run", run_dir, "--level", "1", "--policy", "lenient",
+                   "--trials", "1", *common_flags(args)])
+    con = sqlite3.connect(run_dir / "kbv.sqlite")
+    records = [json.loads(r[0]) for r in con.execute("SELECT record FROM results")]
+    per = {}
+    for r in records:
+        per.setdefault(r["problem_id"], []).append(r)
+    rows = []
+    for pid, recs in sorted(per.items()):
+        name = names[pid - 1001]
+        timed = [r for r in recs if r.get("timing", {}).get("candidate")]
+        if len(timed) < 2:
+            rows.append({"problem": name, "error": [r.get("message") for r in recs]})
+            continue
+        med = [r["timing"]["candidate"]["median_ms"] for r in timed]
+        sp = [r["timing"]["speedup"].get("fp32") for r in timed]
+        pair = max(abs(a / b - 1) for a, b in itertools.permutations(med, 2))
+        rows.append({"problem": name, "median_ms": med, "speedup_fp32": sp,
+                     "worst_abs_speedup_minus_1": max(abs(x - 1) for x in sp if x),
+                     "worst_pairwise": pair,
+                     "rse": [r["timing"]["candidate"]["rse"] for r in timed],
+                     "discarded": [r["timing"]["candidate"]["discarded"] for r in timed],
+                     "events_host_disagreed": [r["timing"].get("events_host_disagreed", 0) for r in timed]})
+    ok = [r for r in rows if "worst_pairwise" in r]
+    summary = {"problems": len(rows), "timed": len(ok), "repeats": args.repeats, "wall_s": wall}
+    if ok:
+        pw = [r["worst_pairwise"] for r in ok]
+        sv = [r["worst_abs_speedup_minus_1"] for r in ok]
+        worst = max(ok, key=lambda r: r["worst_pairwise"])
+        summary.update({"median_worst_pairwise": statistics.median(pw), "worst_pairwise": max(pw),
+                        "worst_problem": worst["problem"], "median_worst_speedup_vs_fp32": statistics.median(sv),
+                        "worst_speedup_vs_fp32": max(sv), "target": "median <= 0.003, worst <= 0.01"})
+    write("aa", {"summary": summary, "rows": rows})
+
+
+# ---- 2. Repeatability -----------------------------------------------------------------------
+def repeat(args):
+    sp, recs = [], []
+    for i in range(3):
+        r, wall = eval_json(args, str(ROOT / args.problem), str(ROOT / args.solution), [], f"repeat-{i}")
+        t = r.get("timing", {})
+        sp.append(t.get("speedup", {}).get("tf32"))
+        recs.append({"verdict": r["verdict"], "median_ms": t.get("candidate", {}).get("median_ms"),
+                     "speedup": t.get("speedup"), "wall_s": wall})
+    good = [x for x in sp if x]
+    spread = (max(good) - min(good)) / statistics.mean(good) if len(good) == 3 else None
+    write("repeat", {"summary": {"solution": args.solution, "speedups_tf32": sp, "spread": spread,
+                                 "target": "<= 0.01"}, "runs": recs})
+
+
+# ---- 3. Overhead ----------------------------------------------------------------------------
+def bare_events(problem, trials=101, warmup=3):
+    """KernelBench's way: CUDA events on the current stream around each call, no flush."""
+    import importlib.util
+    import torch
+    spec = importlib.util.spec_from_file_location("bench_problem", problem)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.manual_seed(42)
+    model = mod.Model(*mod.get_init_inputs()).cuda()
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
+    times = []
+    t0 = time.monotonic()
+    with torch.no_grad():
+        for _ in range(warmup):
+            model(*inputs)
+        torch.cuda.synchronize()
+        for _ in range(trials):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            model(*inputs)
+            e.record()
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e))
+    wall = time.monotonic() - t0
+    return {"median_ms": statistics.median(times), "mean_ms": statistics.mean(times), "min_ms": min(times),
+            "trials": trials, "wall_s": wall}
+
+
+def overhead(args):
+    problem = ROOT / "bench/problems/level1/1_Near_empty_add.py"
+    sol = out_dir() / "overhead_candidate.py"
+    sol.write_text(problem.read_text() + WRAPPER)
+    r, _ = eval_json(args, str(problem), str(sol), ["--policy", "lenient"], "overhead")
+    t = r.get("timing", {})
+    write("overhead", {"summary": {"kbv_median_ms": t.get("candidate", {}).get("median_ms"),
+                                   "kbv_overhead_ms": t.get("candidate", {}).get("overhead_ms"),
+                                   "kbv_sync_overhead_ms": t.get("sync_overhead_ms"),
+                                   "bare_events": bare_events(str(problem))},
+                       "record_timing": t})
+
+
+# ---- 4. Side stream -------------------------------------------------------------------------
+def side_stream(args):
+    prob = str(ROOT / "problems/level1/19_ReLU.py")
+    honest, _ = eval_json(args, prob, str(ROOT / "examples/level1/19_ReLU/cuda_honest.py"), [], "side-honest")
+    side, _ = eval_json(args, prob, str(ROOT / "examples/level1/19_ReLU/cuda_side_stream.py"), ["--policy", "lenient"],
+                        "side-stream")
+    h = honest.get("timing", {}).get("candidate", {}).get("median_ms")
+    s = side.get("timing", {}).get("candidate", {}).get("median_ms")
+    write("side_stream", {"summary": {"honest_median_ms": h, "side_stream_median_ms": s,
+                                      "ratio": s / h if h and s else None, "target": ">= 0.95",
+                                      "events_host_disagreed": side.get("timing", {}).get("events_host_disagreed"),
+                                      "side_verdict": side.get("verdict")}})
+
+
+# ---- 5. Timing-phase wall time against KernelBench's protocol --------------------------------
+def protocol(args):
+    names = args.problems_list.split(",") if args.problems_list else AA_PROBLEMS
+    rows = []
+    for name in names:
+        prob = problem_path(name, args.problems)
+        sol = out_dir() / "protocol" / f"{name}.py"
+        sol.parent.mkdir(parents=True, exist_ok=True)
+        sol.write_text(prob.read_text() + WRAPPER)
+        r, wall = eval_json(args, str(prob), str(sol), ["--policy", "lenient", "--trials", "1", "--timing", "on"],
+                            f"protocol-{name}")
+        t = r.get("timing", {})
+        kb = bare_events(str(prob))
+        rows.append({"problem": name, "kbv_candidate_timing_s": t.get("wall_check", {}).get("supervisor_ms", 0) / 1000,
+                     "kbv_samples": t.get("candidate", {}).get("samples"), "kbv_median_ms": t.get("candidate", {}).get("median_ms"),
+                     "kernelbench_wall_s": kb["wall_s"], "kernelbench_median_ms": kb["median_ms"]})
+    k = [r["kbv_candidate_timing_s"] for r in rows]
+    b = [r["kernelbench_wall_s"] for r in rows]
+    write("protocol", {"summary": {"problems": len(rows), "kbv_total_s": sum(k), "kernelbench_total_s": sum(b),
+                                   "kbv_median_s": statistics.median(k), "kernelbench_median_s": statistics.median(b)},
+                       "rows": rows})
+
+
+# ---- 6. TF32 / FP32 baseline ratio ------------------------------------------------------------
+def tf32(args):
+    kbv = kbv_binary(args)
+    flags = ["--problems", args.problems, *common_flags(args)]
+    run([kbv, "baseline", *flags, "--baselines", "tf32,fp32"])
+    files = {}
+    for mode in ("tf32", "fp32"):
+        f = out_dir() / f"baselines-{mode}.json"
+        run([kbv, "baseline", *flags, "--export", f, "--mode", mode])
+        files[mode] = json.loads(f.read_text())
+    rows = []
+    for level, probs in files["fp32"].items():
+        for name, e in probs.items():
+            if not any(k in name.lower() for k in ("matmul", "gemm", "conv", "attention", "mlp", "linear")):
+                continue
+            t = files["tf32"].get(level, {}).get(name)
+            if t and t.get("median"):
+                rows.append({"level": level, "problem": name, "fp32_ms": e["median"], "tf32_ms": t["median"],
+                             "fp32_over_tf32": e["median"] / t["median"]})
+    ratios = [r["fp32_over_tf32"] for r in rows]
+    write("tf32", {"summary": {"problems": len(rows), "median_ratio": statistics.median(ratios) if ratios else None,
+                               "min_ratio": min(ratios, default=None), "max_ratio": max(ratios, default=None)},
+                   "rows": rows})
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("what", choices=["aa", "repeat", "overhead", "side_stream", "protocol", "tf32"])
+    ap.add_argument("--kbv", help="the kbv binary (default: build-gpu/kbv or build/kbv)")
+    ap.add_argument("--problems", default=str(ROOT / "problems"), help="dataset root")
+    ap.add_argument("--problems-list", help="comma-separated problem names (default: the 24 A/A problems)")
+    ap.add_argument("--repeats", type=int, default=4, help="A/A: evaluations per problem")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--time-cap", type=float, help="kbv --time-cap")
+    ap.add_argument("--cache-dir", default=str(out_dir() / "cache"), help="kbv cache (baselines, builds)")
+    ap.add_argument("--problem", default="problems/level1/1_Square_matrix_multiplication_.py")
+    ap.add_argument("--solution", default="examples/level1/1_Square_matrix_multiplication_/cuda_honest.py")
+    args = ap.parse_args()
+    globals()[args.what](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# kbv timing benchmark 'repeat' (bench/README.md). JSON under $OUT (default build/bench-out).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec "${KBV_PYTHON:-/opt/torch/.venv/bin/python3}" bench/bench.py repeat "$@"

@@ -1,0 +1,95 @@
+// The measurement engine's pure parts (no torch, no CUDA): statistics of samples, the stopping
+// rule, the throttle rule, the events-versus-host-clock decision and the physical floor.
+// The loop that takes samples lives in src/worker/timing.* (it needs the device); the supervisor
+// recomputes every figure here from the raw samples a worker reports (docs/TIMING.md).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kbv {
+
+// STATS of docs/RECORD.md: every figure in milliseconds.
+struct Stats {
+  double median_ms = 0, mean_ms = 0, std_ms = 0, min_ms = 0, max_ms = 0, iqr_ms = 0;
+  int samples = 0;
+  int discarded = 0;      // samples thrown away (throttled SM clock)
+  double rse = 0;         // relative standard error of the mean: std / sqrt(n) / mean
+  double overhead_ms = 0; // the timer's own overhead (an empty interval), not subtracted
+  nlohmann::json to_json() const;
+};
+
+// Median, mean, sample standard deviation, min, max, interquartile range (linear interpolation
+// between order statistics, as numpy's default) and relative standard error. Empty input: zeros.
+Stats summarize(std::span<const double> ms);
+// Quantile q in [0, 1] of sorted values, linear interpolation.
+double quantile_sorted(std::span<const double> sorted, double q);
+
+// When to stop taking samples.
+struct StopRule {
+  int warmup = 3;            // untimed calls before the first sample
+  int min_samples = 10;      // the RSE criterion needs at least this many kept samples
+  int min_samples_at_cap = 3;// the time cap stops only once this many are kept
+  int max_samples = 2000;    // hard bound
+  double rse_target = 0.005; // stop when the relative standard error is at or below this
+  double time_cap_s = 1.0;   // stop when the sampling has taken this long (device time + overhead)
+  int max_discards = 100;    // beyond this many throttled samples, throttled samples are kept
+  nlohmann::json to_json() const;
+};
+
+enum class StopReason { none, rse, time_cap, max_samples };
+const char* stop_reason_name(StopReason r);
+// kept_ms: the samples kept so far; elapsed_s: wall time since the first sample started.
+StopReason should_stop(const StopRule& rule, std::span<const double> kept_ms, double elapsed_s);
+
+// SM clock around one sample (NVML). `known` is false where no clock could be read (CPU, no NVML).
+struct ClockReading {
+  bool known = false;
+  double sm_mhz = 0;
+  uint64_t reasons = 0;  // NVML clocks-event (throttle) reason bits
+};
+// NVML reason bits that mean the clock was pulled down by heat or a hardware brake.
+inline constexpr uint64_t kThrottleHwBits = 0x8 | 0x20 | 0x40 | 0x80;
+// The sample is throttled when either reading shows a hardware/thermal slowdown bit, or an SM
+// clock more than `tolerance` (relative) below `expected_mhz`. Unknown readings are never throttled.
+bool throttled(const ClockReading& before, const ClockReading& after, double expected_mhz, double tolerance = 0.05);
+
+// One interval seen by two clocks: CUDA events on the calling stream and the host clock around
+// the call plus a full device synchronisation. Events miss work on other streams (T1); the host
+// clock includes the synchronisation's own cost. When host − sync overhead exceeds the event time
+// by more than `slack`, the two disagree and the larger (host − sync overhead) is the sample.
+struct IntervalDecision {
+  double ms = 0;
+  bool disagreed = false;
+};
+// slack_ms: the noise allowance (docs/TIMING.md: max(3 × the spread of empty host intervals,
+// 2 µs, 2% of the event time)).
+IntervalDecision decide_interval(double event_ms, double host_ms, double sync_overhead_ms, double slack_ms);
+double interval_slack_ms(double event_ms, double host_spread_ms);
+
+// The physical floor: the fewest bytes that must move (inputs read once, outputs written once)
+// over the measured copy bandwidth (bytes read + written per second). 0 when unknown.
+double floor_ms(uint64_t bytes, double bandwidth_bytes_per_s);
+
+}  // namespace kbv
+
+namespace kbv {
+
+// The timing knobs of the protocol (recorded in every result and in the protocol hash).
+struct TimingProtocol {
+  bool enabled = true;                               // --timing on|off
+  StopRule rule;                                     // --rse, --time-cap
+  std::vector<std::string> baselines = {"tf32", "fp32"};  // --baselines (tf32, fp32, compile)
+  int sets = 4;                                      // --timing-sets: input sets cycled through
+  uint64_t max_set_bytes = 4ull << 30;               // fewer sets when K sets would exceed this
+  uint64_t flush_bytes = 0;                          // 0: 2 x L2 (GPU) or 2 x L3 (CPU, at most 64 MiB), at least 32 MiB
+  int spot_per_output = 2;                           // positions read per output per timed call
+  int spot_max_calls = 64;                           // timed calls whose outputs are spot-checked
+  nlohmann::json to_json() const;
+};
+
+}  // namespace kbv

@@ -1,0 +1,209 @@
+#include "supervisor/baseline_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "supervisor/timing_phase.h"
+#include "util/fs.h"
+#include "util/interrupt.h"
+#include "util/progress.h"
+
+namespace kbv {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+int import_baselines(const BaselineCommandOptions& o, const Discovery& dataset, const Environment& env) {
+  FileText t = read_file(o.import_file);
+  if (!t.ok) {
+    std::fprintf(stderr, "kbv: %s\n", t.error.c_str());
+    return 2;
+  }
+  json j = json::parse(t.text, nullptr, false);
+  if (!j.is_object()) {
+    std::fprintf(stderr, "kbv: %s: not a JSON object {\"level1\": {\"1_X.py\": {...}}}\n", o.import_file.c_str());
+    return 2;
+  }
+  std::map<std::pair<int, std::string>, const ProblemRef*> by_name;
+  for (const auto& p : dataset.problems) by_name[{p.level, p.name}] = &p;
+  int imported = 0, failed = 0;
+  for (const auto& [level_key, entries] : j.items()) {
+    int level = 0;
+    if (level_key.rfind("level", 0) != 0 || std::sscanf(level_key.c_str() + 5, "%d", &level) != 1 || !entries.is_object()) {
+      std::fprintf(stderr, "kbv: %s: key '%s' is not levelN with an object of problems; skipped\n",
+                   o.import_file.c_str(), level_key.c_str());
+      ++failed;
+      continue;
+    }
+    for (const auto& [name, e] : entries.items()) {
+      auto it = by_name.find({level, name});
+      if (it == by_name.end()) {
+        std::fprintf(stderr, "kbv: %s: %s/%s is not a problem under %s; skipped\n", o.import_file.c_str(),
+                     level_key.c_str(), name.c_str(), o.problems_dir.c_str());
+        ++failed;
+        continue;
+      }
+      if (!e.is_object() || !e.contains("mean") || !e["mean"].is_number()) {
+        std::fprintf(stderr, "kbv: %s: %s/%s has no numeric \"mean\"; skipped\n", o.import_file.c_str(),
+                     level_key.c_str(), name.c_str());
+        ++failed;
+        continue;
+      }
+      std::string hardware = e.value("hardware", "");
+      if (!hardware.empty() && hardware != env.device_name) {
+        std::fprintf(stderr, "kbv: %s: %s/%s was measured on %s, this device is %s; skipped\n",
+                     o.import_file.c_str(), level_key.c_str(), name.c_str(), hardware.c_str(), env.device_name.c_str());
+        ++failed;
+        continue;
+      }
+      FileText text = read_file(it->second->path);
+      if (!text.ok) {
+        std::fprintf(stderr, "kbv: %s\n", text.error.c_str());
+        ++failed;
+        continue;
+      }
+      Stats s;
+      s.mean_ms = e["mean"].get<double>();
+      s.median_ms = e.value("median", s.mean_ms);  // KernelBench records no median: its mean stands in
+      s.std_ms = e.value("std", 0.0);
+      s.min_ms = e.value("min", s.mean_ms);
+      s.max_ms = e.value("max", s.mean_ms);
+      s.samples = e.value("num_trials", 0);
+      json entry = {{"mode", o.mode},        {"stats", s.to_json()},      {"imported_from", o.import_file},
+                    {"imported", e},         {"level", level},            {"problem_file", name},
+                    {"device_name", env.device_name}, {"torch_version", env.torch_version}};
+      std::string key = baseline_key(text.text, o.eval, env, o.mode);
+      if (std::string err = save_baseline(o.eval, key, entry); !err.empty()) {
+        std::fprintf(stderr, "kbv: %s\n", err.c_str());
+        ++failed;
+        continue;
+      }
+      ++imported;
+    }
+  }
+  std::fprintf(stderr, "kbv: imported %d %s baseline(s) for %s, %d skipped\n", imported, o.mode.c_str(),
+               env.device_name.c_str(), failed);
+  return failed ? 1 : 0;
+}
+
+int export_baselines(const BaselineCommandOptions& o, const Discovery& dataset, const Environment& env) {
+  json out = json::object();
+  int exported = 0, missing = 0;
+  for (const auto& p : dataset.problems) {
+    FileText text = read_file(p.path);
+    if (!text.ok) continue;
+    std::optional<json> entry = load_baseline(o.eval, baseline_key(text.text, o.eval, env, o.mode));
+    if (!entry) {
+      ++missing;
+      continue;
+    }
+    const json& s = (*entry)["stats"];
+    out[fmt::format("level{}", p.level)][p.name] = {{"mean", s.value("mean_ms", 0.0)},
+                                                    {"std", s.value("std_ms", 0.0)},
+                                                    {"min", s.value("min_ms", 0.0)},
+                                                    {"max", s.value("max_ms", 0.0)},
+                                                    {"median", s.value("median_ms", 0.0)},
+                                                    {"num_trials", s.value("samples", 0)},
+                                                    {"hardware", env.device_name},
+                                                    {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
+    ++exported;
+  }
+  std::string err = o.export_file == "-" ? "" : write_file_atomic(o.export_file, out.dump(2) + "\n");
+  if (o.export_file == "-") std::printf("%s\n", out.dump(2).c_str());
+  if (!err.empty()) {
+    std::fprintf(stderr, "kbv: %s\n", err.c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "kbv: exported %d %s baseline(s) of %s; %d problem(s) have none (run kbv baseline first)\n",
+               exported, o.mode.c_str(), env.device_name.c_str(), missing);
+  return 0;
+}
+
+}  // namespace
+
+int baseline_command(const BaselineCommandOptions& o) {
+  Discovery dataset = discover_dataset(o.problems_dir, o.level);
+  if (!dataset.error.empty()) {
+    std::fprintf(stderr, "kbv: %s\n", dataset.error.c_str());
+    return 2;
+  }
+  for (const auto& w : dataset.warnings) std::fprintf(stderr, "kbv: warning: %s\n", w.c_str());
+  EvalOptions eval = o.eval;
+  std::string error;
+  std::unique_ptr<WorkerProcess> idle;
+  std::optional<Environment> env = probe_environment(eval, error, &idle);
+  if (!env) {
+    std::fprintf(stderr, "kbv: %s\n", error.c_str());
+    return 2;
+  }
+  eval.device = env->device;
+  BaselineCommandOptions opts = o;
+  opts.eval = eval;
+  if (!o.import_file.empty()) return import_baselines(opts, dataset, *env);
+  if (!o.export_file.empty()) return export_baselines(opts, dataset, *env);
+
+  ReferenceHost reference;
+  reference.adopt(std::move(idle));
+  Progress progress(dataset.problems.size(), {});
+  int failed = 0, measured = 0, cached = 0;
+  for (size_t i = 0; i < dataset.problems.size() && !interrupted(); ++i) {
+    const ProblemRef& p = dataset.problems[i];
+    progress.started(i, fmt::format("level {} {}", p.level, p.name));
+    FileText text = read_file(p.path);
+    std::vector<std::string> todo;
+    for (const auto& mode : eval.protocol.timing.baselines)
+      if (text.ok && !load_baseline(eval, baseline_key(text.text, eval, *env, mode))) todo.push_back(mode);
+    std::string line, problem_error = text.ok ? "" : text.error;
+    json load_reply, failure;
+    WorkerProcess* ref = nullptr;
+    if (problem_error.empty() && !todo.empty()) {
+      ref = reference.get(p.path, eval, load_reply, failure);
+      if (!ref) problem_error = failure.value("message", "the problem does not load");
+    }
+    if (ref && !draw_timing_inputs(*ref, eval, error)) {
+      problem_error = error;
+      reference.reset();
+      ref = nullptr;
+    }
+    std::vector<std::string> parts;
+    for (const auto& mode : eval.protocol.timing.baselines) {
+      std::string key = text.ok ? baseline_key(text.text, eval, *env, mode) : "";
+      if (text.ok && std::find(todo.begin(), todo.end(), mode) == todo.end()) {
+        ++cached;
+        parts.push_back(fmt::format("{} {:.4g} ms (cached)", mode, (*load_baseline(eval, key))["stats"].value("median_ms", 0.0)));
+        continue;
+      }
+      if (!ref) continue;
+      std::optional<json> entry = measure_baseline(*ref, eval, mode, error);
+      if (!entry) {
+        problem_error = error;
+        continue;
+      }
+      (*entry)["level"] = p.level;
+      (*entry)["problem_file"] = p.name;
+      (*entry)["device_name"] = env->device_name;
+      (*entry)["torch_version"] = env->torch_version;
+      if (std::string e = save_baseline(eval, key, *entry); !e.empty()) problem_error = e;
+      ++measured;
+      parts.push_back(fmt::format("{} {:.4g} ms", mode, (*entry)["stats"].value("median_ms", 0.0)));
+    }
+    if (ref) ref->call({{"op", "time_release"}}, std::chrono::milliseconds(60000));
+    if (!problem_error.empty()) ++failed;
+    std::string joined;
+    for (const auto& s : parts) joined += (joined.empty() ? "" : ", ") + s;
+    progress.finished(i, problem_error.empty(),
+                      fmt::format("level {} {}: {}{}{}", p.level, p.name, joined, joined.empty() || problem_error.empty() ? "" : "; ",
+                                  problem_error.empty() ? "" : "failed: " + problem_error.substr(0, 200)));
+  }
+  progress.stop();
+  std::fprintf(stderr, "kbv: baselines on %s: %d measured, %d cached, %d problem(s) failed; cache %s\n",
+               env->device_name.c_str(), measured, cached, failed, (eval.cache_dir / "baselines").c_str());
+  if (interrupted()) return 130;
+  return failed ? 1 : 0;
+}
+
+}  // namespace kbv

@@ -1,0 +1,26 @@
+// `kbv baseline`: precompute the baselines of a dataset into the baseline cache, and import or
+// export KernelBench's baseline JSON ({"level1": {"1_X.py": {"mean", "std", "min", "max",
+// "num_trials", "hardware", "device"}}}). docs/TIMING.md.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "supervisor/run.h"
+
+namespace kbv {
+
+struct BaselineCommandOptions {
+  std::filesystem::path problems_dir;
+  std::optional<int> level;
+  std::string export_file;   // write KernelBench's baseline JSON from the cache
+  std::string import_file;   // read KernelBench's baseline JSON into the cache
+  std::string mode = "tf32"; // the mode exported, or the mode imported entries are filed under
+  EvalOptions eval;
+};
+
+// Returns the process exit code: 0 when every problem has its baselines (or every entry was
+// imported/exported), 1 when some failed (each named on stderr), 2 on unusable arguments.
+int baseline_command(const BaselineCommandOptions& options);
+
+}  // namespace kbv

@@ -1,0 +1,419 @@
+#include "supervisor/timing_phase.h"
+
+#include <chrono>
+#include <ctime>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/interrupt.h"
+
+namespace kbv {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A kernel can move bytes somewhat faster than the measured copy (a copy reaches 85-90% of the
+// peak bandwidth): only a median below this fraction of the floor is impossible.
+constexpr double kFloorMargin = 0.8;
+
+std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
+
+std::string reply_message(const Reply& r) {
+  if (r.status == Reply::Status::failed) return r.body.value("message", std::string("the worker failed"));
+  return r.detail.empty() ? "the worker did not answer" : r.detail;
+}
+
+// A whole timing request may take the warm-up, the time cap and a few calls beyond it.
+std::chrono::milliseconds timing_timeout(const EvalOptions& o) {
+  const StopRule& r = o.protocol.timing.rule;
+  return ms(o.timeouts.call_s * (r.warmup + r.min_samples_at_cap + 3) + 2 * r.time_cap_s + 60);
+}
+
+json rule_request(const EvalOptions& o) {
+  return {{"rule", o.protocol.timing.rule.to_json()}, {"flush_bytes", o.protocol.timing.flush_bytes}};
+}
+
+double sum_of(const json& a) {
+  double s = 0;
+  if (a.is_array())
+    for (const auto& x : a) s += x.is_number() ? x.get<double>() : 0.0;
+  return s;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+json finding(const std::string& rule, const std::string& severity, const std::string& message,
+             const std::string& evidence, const std::string& cheat) {
+  return {{"rule", rule}, {"severity", severity}, {"message", message}, {"evidence", evidence}, {"cheat", cheat}};
+}
+
+}  // namespace
+
+Stats stats_of_reply(const json& reply) {
+  std::vector<double> samples;
+  for (const auto& x : reply.value("samples_ms", json::array()))
+    if (x.is_number()) samples.push_back(x.get<double>());
+  Stats s = summarize(samples);
+  s.discarded = static_cast<int>(reply.value("discarded_ms", json::array()).size());
+  s.overhead_ms = reply.value("overhead_ms", 0.0);
+  return s;
+}
+
+std::string baseline_key(const std::string& problem_text, const EvalOptions& options, const Environment& env,
+                         const std::string& mode) {
+  TimingProtocol t = options.protocol.timing;
+  t.baselines.clear();  // which baselines a run asks for does not change one baseline's time
+  t.spot_per_output = 0;
+  t.spot_max_calls = 0;
+  return sha256_hex_parts({"kbv-baseline-1", problem_text, env.device, env.device_name, env.torch_version,
+                           env.python_version, t.to_json().dump(), options.protocol.input_draw, "fp32", mode});
+}
+
+std::optional<json> load_baseline(const EvalOptions& options, const std::string& key) {
+  FileText t = read_file(options.cache_dir / "baselines" / (key + ".json"));
+  if (!t.ok) return std::nullopt;
+  json j = json::parse(t.text, nullptr, false);
+  if (!j.is_object() || !j.contains("stats")) return std::nullopt;
+  return j;
+}
+
+std::string save_baseline(const EvalOptions& options, const std::string& key, const json& entry) {
+  std::error_code ec;
+  fs::create_directories(options.cache_dir / "baselines", ec);
+  return write_file_atomic(options.cache_dir / "baselines" / (key + ".json"), entry.dump(1));
+}
+
+std::optional<json> draw_timing_inputs(WorkerProcess& reference, const EvalOptions& options, std::string& error) {
+  const TimingProtocol& t = options.protocol.timing;
+  // Their own seeds, apart from the correctness trials' (secret unless --seed).
+  SeedSource seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ 0x74696d696e67ULL)
+                                         : std::nullopt);
+  json list = json::array();
+  for (int i = 0; i < std::max(t.sets, 1); ++i) list.push_back(seeds.next());
+  Reply r = reference.call({{"op", "time_inputs"},
+                            {"seeds", list},
+                            {"max_bytes", t.max_set_bytes},
+                            {"input_draw", options.protocol.input_draw}},
+                           ms(options.timeouts.reference_s * std::max(t.sets, 1)));
+  if (r.status != Reply::Status::ok) {
+    error = "drawing the timing inputs: " + reply_message(r);
+    return std::nullopt;
+  }
+  return r.body;
+}
+
+std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions& options, const std::string& mode,
+                                     std::string& error) {
+  json req = rule_request(options);
+  req["op"] = "time";
+  req["mode"] = mode;
+  std::chrono::milliseconds timeout = timing_timeout(options);
+  if (mode == "compile") timeout += ms(options.timeouts.build_s);  // inductor compiles on the first call
+  Reply r = reference.call(req, timeout);
+  if (r.status != Reply::Status::ok) {
+    error = fmt::format("timing the {} baseline: {}", mode, reply_message(r));
+    return std::nullopt;
+  }
+  json run = r.body;
+  json samples = run["samples_ms"];
+  run.erase("samples_ms");
+  run.erase("ok");
+  return json{{"mode", mode}, {"stats", stats_of_reply(r.body).to_json()}, {"samples_ms", samples}, {"run", run},
+              {"measured_at", utc_now()}};
+}
+
+std::optional<json> device_calibration(WorkerProcess& reference, const EvalOptions& options, const Environment& env,
+                                       std::string& error) {
+  std::string key = sha256_hex_parts({"kbv-calibration-1", env.device, env.device_name, env.torch_version});
+  fs::path path = options.cache_dir / "calibration" / (key + ".json");
+  if (FileText t = read_file(path); t.ok) {
+    json j = json::parse(t.text, nullptr, false);
+    if (j.is_object() && j.value("bandwidth_bytes_per_s", 0.0) > 0) return j;
+  }
+  Reply r = reference.call({{"op", "calibrate"}}, ms(options.timeouts.reference_s));
+  if (r.status != Reply::Status::ok) {
+    error = "measuring the device's copy bandwidth: " + reply_message(r);
+    return std::nullopt;
+  }
+  json j = r.body;
+  j.erase("ok");
+  j["device_name"] = env.device_name;
+  j["torch_version"] = env.torch_version;
+  j["measured_at"] = utc_now();
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (std::string e = write_file_atomic(path, j.dump(1)); !e.empty()) j["cache_error"] = e;
+  return j;
+}
+
+std::string timing_summary(const json& record) {
+  auto it = record.find("timing");
+  if (it == record.end() || !it->is_object()) return "";
+  const json& t = *it;
+  if (t.contains("error")) return "not timed: " + t["error"].get<std::string>();
+  const json& c = t.value("candidate", json::object());
+  std::string line = fmt::format("time {:.4g} ms (median of {}, rse {:.2f}%, {})", c.value("median_ms", 0.0),
+                                 c.value("samples", 0), 100 * c.value("rse", 0.0), t.value("method", ""));
+  std::string sp;
+  const json speedups = t.value("speedup", json::object());
+  for (const auto& [mode, x] : speedups.items())
+    sp += fmt::format("{}{:.3f}x vs {}", sp.empty() ? "; speedup " : ", ", x.get<double>(), mode);
+  line += sp;
+  if (t.contains("speed_of_light"))
+    line += fmt::format("; {:.1f}% of the speed of light", 100 * t["speed_of_light"].get<double>());
+  return line;
+}
+
+namespace {
+
+// Consistency of the spot entries with the timed calls the candidate reported: every entry names
+// the input set its call ran on (sample mod sets), and every call up to spot_max_calls has entries.
+// Empty when consistent, else what is wrong.
+std::string spot_entries_problem(const json& entries, int calls, int sets, int max_calls) {
+  std::set<int64_t> samples;
+  for (const auto& e : entries) {
+    if (!e.is_object() || !e.contains("sample") || !e["sample"].is_number_integer() || !e.contains("set") ||
+        !e["set"].is_number_integer())
+      return "a spot entry without an integer sample and set: " + e.dump().substr(0, 200);
+    int64_t sample = e["sample"].get<int64_t>(), set = e["set"].get<int64_t>();
+    if (sample < 0 || sample >= calls || sets <= 0 || set != sample % sets)
+      return fmt::format("a spot entry for timed call {} names input set {}; that call ran on set {} of {}", sample,
+                         set, sets > 0 ? sample % sets : -1, sets);
+    samples.insert(sample);
+  }
+  const int want = std::min(calls, max_calls);
+  if (static_cast<int>(samples.size()) < want)
+    return fmt::format("spot entries cover {} of the first {} timed calls", samples.size(), want);
+  return "";
+}
+
+}  // namespace
+
+void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+                          WorkerProcess& reference, WorkerProcess& candidate);
+
+void timing_phase(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+                  WorkerProcess& reference, WorkerProcess& candidate) {
+  // The candidate worker's reply is a claim from hostile code: a malformed one is a forged one.
+  try {
+    timing_phase_checked(record, pair, options, env, reference, candidate);
+  } catch (const json::exception& e) {
+    record["timing"] = json{{"error", std::string("malformed timing reply: ") + e.what()}};
+    record["findings"].push_back(finding("timing_mismatch", options.protocol.name == "kernelbench" ? "warn" : "reject",
+                                         std::string("the candidate worker's timing reply is malformed (") + e.what() +
+                                             "): the reporting channel was tampered with",
+                                         "timing reply", "T14"));
+    if (options.protocol.name != "kernelbench") {
+      record["verdict"] = "rejected";
+      record["message"] = record["findings"].back()["message"];
+      record["correctness"] = false;
+    }
+    reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
+    candidate.call({{"op", "time_release"}}, ms(options.timeouts.call_s));
+  }
+}
+
+void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+                          WorkerProcess& reference, WorkerProcess& candidate) {
+  const TimingProtocol& tp = options.protocol.timing;
+  // --protocol kernelbench reproduces upstream, which has none of these checks: they only warn.
+  const std::string reject = options.protocol.name == "kernelbench" ? "warn" : "reject";
+  json timing = json::object();
+  auto give_up = [&](const std::string& why) {
+    timing["error"] = why;
+    record["timing"] = timing;
+    reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
+    candidate.call({{"op", "time_release"}}, ms(options.timeouts.call_s));
+  };
+  std::string error;
+  std::optional<json> sets = draw_timing_inputs(reference, options, error);
+  if (!sets) return give_up(error);
+  if (interrupted()) return give_up("interrupted");
+
+  // The candidate, with the supervisor's own clock around the whole request.
+  SeedSource spot_seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ 0x73706f74ULL)
+                                              : std::nullopt);
+  json req = rule_request(options);
+  req["op"] = "time";
+  req["sets"] = (*sets)["sets"];
+  req["spot_seed"] = spot_seeds.next();
+  req["spot_per_output"] = tp.spot_per_output;
+  req["spot_max_calls"] = tp.spot_max_calls;
+  auto t0 = Clock::now();
+  Reply c = candidate.call(req, timing_timeout(options));
+  const double supervisor_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (c.status != Reply::Status::ok) {
+    std::string verdict = c.status == Reply::Status::timeout ? "timeout"
+                          : c.status == Reply::Status::died  ? "crashed"
+                          : interrupted()                    ? "interrupted"
+                                                             : "runtime_error";
+    std::string message = "while timing the candidate: " + reply_message(c);
+    if (verdict == "runtime_error" && is_sticky_cuda_error(message)) verdict = "crashed";
+    record["verdict"] = verdict;
+    record["message"] = message;
+    record["correctness"] = false;
+    if (verdict == "runtime_error" || verdict == "crashed") record["metadata"]["runtime_error"] = message;
+    if (c.body.contains("traceback")) record["traceback"] = c.body["traceback"];
+    return give_up(message);
+  }
+  const json& cr = c.body;
+  Stats cs = stats_of_reply(cr);
+  timing["method"] = cr.value("method", "");
+  timing["candidate"] = cs.to_json();
+
+  // Wall check: the samples the candidate's process reports cannot add up to more than the
+  // supervisor saw the whole request take (T4: a patched or forged timer).
+  const double reported_ms = sum_of(cr.value("samples_ms", json::array())) + sum_of(cr.value("discarded_ms", json::array()));
+  const bool wall_ok = reported_ms <= supervisor_ms && cs.samples > 0;
+  timing["wall_check"] = {{"supervisor_ms", supervisor_ms}, {"reported_sum_ms", reported_ms}, {"ok", wall_ok}};
+  if (!wall_ok)
+    record["findings"].push_back(finding(
+        "timing_mismatch", reject,
+        cs.samples == 0 ? "the candidate worker reported no timing samples"
+                        : fmt::format("the candidate worker reported samples adding up to {:.3f} ms, but the whole "
+                                      "timing request took {:.3f} ms by the supervisor's clock: the reported times "
+                                      "are forged",
+                                      reported_ms, supervisor_ms),
+        "timing.wall_check", "T4"));
+  const int mismatches = cr.value("mismatches", 0);
+  timing["events_host_disagreed"] = mismatches;
+  if (mismatches > 0)
+    record["findings"].push_back(finding(
+        "timing_mismatch", "warn",
+        fmt::format("in {} of {} timed calls the device finished up to {:.3f} ms after the events on the calling "
+                    "stream said (work on another stream or thread); the host clock around a full device "
+                    "synchronisation was used for those",
+                    mismatches, cs.samples + cs.discarded, cr.value("max_mismatch_ms", 0.0)),
+        "cuda events vs host clock", "T1"));
+
+  // Spot checks of the timed calls' outputs, judged by the reference on its expected outputs.
+  const json& entries = cr.value("spot", json::array());
+  Reply sc = reference.call({{"op", "spot_check"},
+                             {"entries", entries},
+                             {"atol", options.protocol.atol},
+                             {"rtol", options.protocol.rtol}},
+                            ms(options.timeouts.reference_s));
+  // Outputs with no elements have no positions to check.
+  const bool has_elements = sc.status != Reply::Status::ok || sc.body.value("expected_numel", int64_t{0}) > 0;
+  const std::string inconsistent =
+      spot_entries_problem(entries, cs.samples + cs.discarded, cr.value("sets", 0), has_elements ? tp.spot_max_calls : 0);
+  if (!inconsistent.empty())
+    record["findings"].push_back(finding("spot_check_failed", reject,
+                                         "the candidate worker's spot checks do not match its timed calls: " +
+                                             inconsistent,
+                                         "outputs of timed calls", "T5"));
+  if (sc.status == Reply::Status::ok) {
+    timing["spot_checks"] = {{"checked", sc.body.value("checked", 0)}, {"failed", sc.body.value("failed", 0)}};
+    if (sc.body.value("failed", 0) > 0)
+      record["findings"].push_back(finding("spot_check_failed", reject,
+                                           fmt::format("{} of {} spot-checked values of timed calls were wrong: {}",
+                                                       sc.body.value("failed", 0), sc.body.value("checked", 0),
+                                                       sc.body.value("first_failure", "")),
+                                           "outputs of timed calls", "T5"));
+    else if (entries.empty() && sc.body.value("expected_numel", int64_t{0}) > 0)
+      record["findings"].push_back(finding("spot_check_failed", reject,
+                                           "the candidate worker reported no output values of its timed calls",
+                                           "outputs of timed calls", "T5"));
+  } else {
+    timing["spot_checks"] = {{"error", reply_message(sc)}};
+  }
+
+  // Baselines, cached per problem content, device, versions and protocol.
+  FileText problem_text = read_file(pair.problem_path);
+  json baselines = json::object(), speedup = json::object(), baseline_errors = json::object();
+  for (const auto& mode : tp.baselines) {
+    std::string key = baseline_key(problem_text.ok ? problem_text.text : pair.problem_path.string(), options, env, mode);
+    std::optional<json> entry = load_baseline(options, key);
+    bool cached = entry.has_value();
+    if (!entry) {
+      entry = measure_baseline(reference, options, mode, error);
+      if (entry) {
+        (*entry)["level"] = pair.level;
+        (*entry)["problem_file"] = pair.problem_path.filename().string();
+        (*entry)["device_name"] = env.device_name;
+        (*entry)["torch_version"] = env.torch_version;
+        save_baseline(options, key, *entry);
+      }
+    }
+    if (!entry) {
+      baseline_errors[mode] = error;
+      continue;
+    }
+    json st = (*entry)["stats"];
+    st["cached"] = cached;
+    baselines[mode] = st;
+    const double bm = st.value("median_ms", 0.0);
+    if (bm > 0 && cs.median_ms > 0) speedup[mode] = bm / cs.median_ms;
+  }
+  timing["baselines"] = baselines;
+  timing["speedup"] = speedup;
+  if (!baseline_errors.empty()) timing["baseline_errors"] = baseline_errors;
+
+  // The physical floor: inputs read once, outputs written once, at the measured copy bandwidth.
+  const uint64_t bytes = sets->value("input_bytes", uint64_t{0}) + sets->value("output_bytes", uint64_t{0});
+  timing["bytes"] = bytes;
+  if (std::optional<json> cal = device_calibration(reference, options, env, error)) {
+    const double bw = cal->value("bandwidth_bytes_per_s", 0.0);
+    const double fl = floor_ms(bytes, bw);
+    timing["bandwidth_bytes_per_s"] = bw;
+    timing["floor_ms"] = fl;
+    if (cs.median_ms > 0) timing["speed_of_light"] = fl / cs.median_ms;
+    if (fl > 0 && cs.median_ms > 0 && cs.median_ms < kFloorMargin * fl)
+      record["findings"].push_back(finding(
+          "impossible_speed", reject,
+          fmt::format("median time {:.4f} ms is below {:.0f}% of the physical floor {:.4f} ms ({} bytes of inputs and "
+                      "outputs at the measured copy bandwidth of {:.1f} GB/s): the work cannot have been done",
+                      cs.median_ms, 100 * kFloorMargin, fl, bytes, bw / 1e9),
+          "timing.floor_ms", "T15"));
+  } else {
+    timing["floor_error"] = error;
+  }
+  timing["input_sets"] = cr.value("sets", 0);
+  timing["stop"] = cr.value("stop", "");
+  timing["sampling_s"] = cr.value("sampling_s", 0.0);
+  timing["clock"] = {{"source", cr.value("clock_source", "none")},
+                     {"expected_sm_mhz", cr.value("expected_mhz", 0.0)},
+                     {"sm_mhz_min", cr.value("sm_mhz_min", 0.0)},
+                     {"sm_mhz_max", cr.value("sm_mhz_max", 0.0)},
+                     {"throttled_kept", cr.value("throttled_kept", 0)}};
+  timing["flush_bytes"] = cr.value("flush_bytes", uint64_t{0});
+  timing["sync_overhead_ms"] = cr.value("sync_overhead_ms", 0.0);
+  record["timing"] = timing;
+  if (cs.samples > 0) {
+    record["runtime"] = cs.median_ms;
+    record["runtime_stats"] = {{"mean", cs.mean_ms},
+                               {"std", cs.std_ms},
+                               {"min", cs.min_ms},
+                               {"max", cs.max_ms},
+                               {"median", cs.median_ms},
+                               {"num_trials", cs.samples},
+                               {"hardware", env.device_name},
+                               {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
+  }
+  reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
+  candidate.call({{"op", "time_release"}}, ms(options.timeouts.call_s));
+  for (const auto& f : record["findings"])
+    if (f.value("severity", "") == "reject") {
+      record["verdict"] = "rejected";
+      record["message"] = f.value("message", "");
+      record["correctness"] = false;
+      record["metadata"]["correctness_issue"] = record["message"];
+      break;
+    }
+}
+
+}  // namespace kbv

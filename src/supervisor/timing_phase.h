@@ -1,0 +1,50 @@
+// The timing phase of one evaluation (docs/TIMING.md) and the baseline cache it shares with
+// `kbv baseline`. Only correct candidates are timed; the workers report raw samples, the
+// supervisor computes every statistic and checks the candidate's claims: its own clock around the
+// whole request, spot checks of timed outputs judged by the reference, the physical floor.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "measure/measure.h"
+#include "supervisor/run.h"
+
+namespace kbv {
+
+// Times the candidate and the protocol's baselines; writes `timing`, `runtime`, `runtime_stats`
+// and timing findings into `record`; a rejecting finding makes the verdict `rejected`, a failure of
+// the candidate during timing makes it runtime_error/timeout/crashed. Never throws.
+void timing_phase(nlohmann::json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+                  WorkerProcess& reference, WorkerProcess& candidate);
+
+// Baselines are cached per (problem content, device name, torch and Python versions, timing
+// protocol, precision, mode) under cache_dir/baselines/<key>.json.
+std::string baseline_key(const std::string& problem_text, const EvalOptions& options, const Environment& env,
+                         const std::string& mode);
+std::optional<nlohmann::json> load_baseline(const EvalOptions& options, const std::string& key);
+std::string save_baseline(const EvalOptions& options, const std::string& key, const nlohmann::json& entry);
+
+// Draws the timing input sets in the reference worker (op time_inputs). Returns the reply body,
+// or nullopt with `error`.
+std::optional<nlohmann::json> draw_timing_inputs(WorkerProcess& reference, const EvalOptions& options,
+                                                 std::string& error);
+// Times one baseline mode in the reference worker (after draw_timing_inputs); returns the cache
+// entry {mode, stats, samples_ms, run}, or nullopt with `error`.
+std::optional<nlohmann::json> measure_baseline(WorkerProcess& reference, const EvalOptions& options,
+                                               const std::string& mode, std::string& error);
+// The device's copy bandwidth and matmul rates, measured once per (device name, torch version)
+// and cached under cache_dir/calibration/. nullopt with `error` when it cannot be measured.
+std::optional<nlohmann::json> device_calibration(WorkerProcess& reference, const EvalOptions& options,
+                                                 const Environment& env, std::string& error);
+
+// One line for people: "time 0.0123 ms (median of 57, rse 0.4%); speedup 1.02x vs tf32, ...; 41% of
+// the speed of light". Empty when the record was not timed.
+std::string timing_summary(const nlohmann::json& record);
+
+// The samples of a worker's timing reply as STATS (docs/RECORD.md).
+Stats stats_of_reply(const nlohmann::json& reply);
+
+}  // namespace kbv

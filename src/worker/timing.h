@@ -1,0 +1,80 @@
+// The timing loop of one callable (docs/TIMING.md), run alike for candidates and baselines.
+// GPU: before each sample, outside the interval, fresh input values into the live buffers and an
+// L2 flush; the interval is CUDA events on the calling stream cross-checked against the host clock
+// around a full device synchronisation (work on any stream is inside it); SM clock read around it.
+// CPU: the same with the steady clock and a cache-flush buffer.
+#pragma once
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "measure/measure.h"
+
+namespace kbv {
+
+struct TimingConfig {
+  bool cuda = false;
+  StopRule rule;
+  int sets = 1;               // prepare() is called with 0..sets-1 in turn
+  uint64_t flush_bytes = 0;   // 0: default (measure.h)
+};
+
+// Raw samples and what was seen while taking them; the supervisor computes the statistics.
+struct TimingRun {
+  std::string method;                 // "cuda-events+host-sync" | "steady-clock"
+  std::vector<double> kept_ms;
+  std::vector<double> discarded_ms;   // throttled samples
+  int mismatches = 0;                 // samples where events and the host clock disagreed
+  double max_mismatch_ms = 0;         // the largest (host - sync overhead) - events among them
+  double overhead_ms = 0;             // the timer on an empty interval
+  double sync_overhead_ms = 0;        // host clock minus events on an empty interval (GPU)
+  double host_spread_ms = 0;          // q90 - q50 of the empty host intervals
+  double expected_mhz = 0;            // highest SM clock seen during the warm-up
+  double sm_mhz_min = 0, sm_mhz_max = 0;  // SM clock range seen around the samples
+  std::string clock_source = "none";  // "nvml" or "none"
+  int throttled_kept = 0;             // throttled samples kept after max_discards
+  uint64_t flush_bytes = 0;
+  double sampling_s = 0;              // wall time of the sampling phase
+  StopReason stop = StopReason::none;
+  nlohmann::json to_json() const;
+};
+
+// prepare(k): fresh values of input set k into the live buffers (outside the interval).
+// call(): one forward call. after(sample, k): after the interval, device idle (spot checks).
+// Exceptions of call() propagate; CUDA errors become std::runtime_error.
+TimingRun run_timing(const TimingConfig& config, const std::function<void(int)>& prepare,
+                     const std::function<void()>& call, const std::function<void(int, int)>& after);
+
+// Live inputs at fixed addresses: own clones of set 0, refilled from set k before each sample.
+struct LiveInputs {
+  std::vector<std::vector<at::Tensor>> sets;  // per set, the tensor arguments in order
+  std::vector<at::Tensor> live;
+  void init();        // live = clones of sets[0]
+  void load(int k);   // live[i].copy_(sets[k][i])
+};
+
+// Spot checks of timed outputs: after a call returns, positions drawn from a secret RNG (seeded by
+// the supervisor); the values there are reported for the reference to compare.
+struct SpotSampler {
+  std::mt19937_64 rng;
+  int per_output = 2;
+  int max_calls = 64;
+  int calls = 0;
+  nlohmann::json entries = nlohmann::json::array();  // {sample, set, output, index, value}
+  void take(int sample, int set, const std::vector<at::Tensor>& outputs);
+};
+
+// Reference side: entries against the expected outputs of each set, |a - e| <= atol + rtol |e|
+// (NaN only against NaN, integers exactly). Returns {checked, failed, first_failure}.
+nlohmann::json spot_compare(const nlohmann::json& entries, const std::vector<std::vector<at::Tensor>>& expected,
+                            double atol, double rtol);
+
+// Copy bandwidth (bytes read + written per second) of the device (cudaMemcpy device to device)
+// or the host (memcpy), best of several copies of a large buffer.
+nlohmann::json calibrate_bandwidth(bool cuda);
+
+}  // namespace kbv

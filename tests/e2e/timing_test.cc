@@ -1,0 +1,226 @@
+// End-to-end: the timing engine in records (docs/TIMING.md). CPU tests run everywhere (steady
+// clock); GPU tests skip visibly without a GPU and are for the lead to run on the H200.
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kSource = KBV_SOURCE_DIR;
+
+struct Outcome {
+  int code = -1;
+  std::string output;
+  json record;
+};
+
+Outcome kbv_run(const std::vector<std::string>& args, const fs::path& json_path = {},
+                const std::string& cache = KBV_TEST_CACHE) {
+  std::vector<std::string> argv = {KBV_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  kbv::RunResult r = kbv::run_command(argv, {{"KBV_CACHE_DIR", cache}}, std::chrono::seconds(1500));
+  Outcome o;
+  o.code = r.status.exited ? r.status.code : -1;
+  o.output = r.output + r.error;
+  if (!json_path.empty()) {
+    kbv::FileText t = kbv::read_file(json_path);
+    if (t.ok) o.record = json::parse(t.text, nullptr, false);
+  }
+  return o;
+}
+
+fs::path scratch(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kbv-timing-" + std::to_string(getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+bool gpu_visible() { return fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl"); }
+
+Outcome eval(const std::string& solution, const std::string& device, std::vector<std::string> extra = {},
+             const std::string& problem = "problems/level1/19_ReLU.py") {
+  fs::path out = scratch(fs::path(solution).stem().string() + "-" + device) / "record.json";
+  std::vector<std::string> args = {"eval",         "--problem",     (kSource / problem).string(),
+                                   "--solution",   (kSource / solution).string(),
+                                   "--device",     device,          "--trials", "2",
+                                   "--json",       out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return kbv_run(args, out);
+}
+
+void expect_stats(const json& s, const std::string& what) {
+  for (const char* k : {"median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "iqr_ms", "samples", "discarded", "rse",
+                        "overhead_ms"})
+    EXPECT_TRUE(s.contains(k)) << what << " lacks " << k << ": " << s.dump();
+  EXPECT_GT(s.value("median_ms", 0.0), 0.0) << what;
+  EXPECT_GE(s.value("samples", 0), 3) << what;
+  EXPECT_LE(s.value("min_ms", 0.0), s.value("median_ms", 0.0)) << what;
+  EXPECT_LE(s.value("median_ms", 0.0), s.value("max_ms", 0.0)) << what;
+}
+
+TEST(Timing, CpuHonestRecordCarriesTimingFields) {
+  Outcome o = eval("examples/level1/19_ReLU/cpu_honest.py", "cpu", {"--time-cap", "0.3"});
+  ASSERT_EQ(o.code, 0) << o.output;
+  const json& r = o.record;
+  ASSERT_EQ(r["verdict"], "correct") << r.dump(1);
+  ASSERT_TRUE(r.contains("timing")) << r.dump(1);
+  const json& t = r["timing"];
+  EXPECT_EQ(t["method"], "steady-clock");
+  expect_stats(t["candidate"], "candidate");
+  expect_stats(t["baselines"]["tf32"], "tf32 baseline");
+  expect_stats(t["baselines"]["fp32"], "fp32 baseline");
+  EXPECT_NEAR(t["speedup"]["tf32"].get<double>(),
+              t["baselines"]["tf32"]["median_ms"].get<double>() / t["candidate"]["median_ms"].get<double>(), 1e-9);
+  EXPECT_TRUE(t["wall_check"]["ok"].get<bool>()) << t["wall_check"].dump();
+  EXPECT_LE(t["wall_check"]["reported_sum_ms"].get<double>(), t["wall_check"]["supervisor_ms"].get<double>());
+  EXPECT_GT(t["spot_checks"]["checked"].get<int>(), 0);
+  EXPECT_EQ(t["spot_checks"]["failed"].get<int>(), 0);
+  EXPECT_GT(t["floor_ms"].get<double>(), 0.0);
+  EXPECT_GT(t["speed_of_light"].get<double>(), 0.0);
+  EXPECT_LE(t["speed_of_light"].get<double>(), 1.0);
+  EXPECT_EQ(t["bytes"].get<uint64_t>(), 2u * 16 * 4096 * 4);  // KBV_CPU: 16 x 4096 floats in, as many out
+  EXPECT_GE(t["input_sets"].get<int>(), 2);
+  EXPECT_DOUBLE_EQ(r["runtime"].get<double>(), t["candidate"]["median_ms"].get<double>());
+  for (const char* k : {"mean", "std", "min", "max", "num_trials", "hardware", "device", "median"})
+    EXPECT_TRUE(r["runtime_stats"].contains(k)) << k;
+  EXPECT_EQ(r["protocol"]["timing"]["rule"]["time_cap_s"], 0.3);
+  EXPECT_NE(o.output.find("speedup"), std::string::npos) << "the summary line shows the speedups: " << o.output;
+}
+
+TEST(Timing, OffLeavesTheRecordUntimed) {
+  Outcome o = eval("examples/level1/19_ReLU/cpu_honest.py", "cpu", {"--timing", "off"});
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "correct");
+  EXPECT_FALSE(o.record.contains("timing"));
+  EXPECT_DOUBLE_EQ(o.record["runtime"].get<double>(), -1.0);
+  EXPECT_EQ(o.record["protocol"]["timing"]["enabled"], false);
+}
+
+TEST(Timing, PointerCacheFailsTheSpotCheck) {
+  Outcome o = eval("examples/level1/19_ReLU/cpu_pointer_cache.py", "cpu", {"--time-cap", "0.3", "--policy", "lenient"});
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
+  bool found = false;
+  for (const auto& f : o.record["findings"]) found = found || f["rule"] == "spot_check_failed";
+  EXPECT_TRUE(found) << o.record["findings"].dump(1);
+  EXPECT_GT(o.record["timing"]["spot_checks"]["failed"].get<int>(), 0);
+}
+
+TEST(Timing, BaselineCommandPrecomputesExportsAndImports) {
+  fs::path root = scratch("baseline");
+  fs::create_directories(root / "data" / "level1");
+  fs::copy_file(kSource / "problems/level1/19_ReLU.py", root / "data/level1/19_ReLU.py");
+  std::string cache = (root / "cache").string();
+  std::vector<std::string> common = {"--problems", (root / "data").string(), "--device", "cpu", "--time-cap", "0.2"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = {"baseline"};
+    a.insert(a.end(), common.begin(), common.end());
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  Outcome first = kbv_run(with({}), {}, cache);
+  ASSERT_EQ(first.code, 0) << first.output;
+  EXPECT_NE(first.output.find("2 measured"), std::string::npos) << first.output;
+  Outcome again = kbv_run(with({}), {}, cache);
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("0 measured, 2 cached"), std::string::npos) << again.output;
+
+  fs::path exported = root / "baseline.json";
+  Outcome ex = kbv_run(with({"--export", exported.string()}), {}, cache);
+  ASSERT_EQ(ex.code, 0) << ex.output;
+  json j = json::parse(kbv::read_file(exported).text, nullptr, false);
+  ASSERT_TRUE(j.contains("level1") && j["level1"].contains("19_ReLU.py")) << j.dump();
+  const json& e = j["level1"]["19_ReLU.py"];
+  for (const char* k : {"mean", "std", "min", "max", "num_trials", "hardware", "device"})
+    EXPECT_TRUE(e.contains(k)) << k;
+  EXPECT_EQ(e["hardware"], "cpu");
+
+  // Into an empty cache, then out again: the same numbers.
+  std::string other = (root / "cache2").string();
+  Outcome im = kbv_run(with({"--import", exported.string()}), {}, other);
+  ASSERT_EQ(im.code, 0) << im.output;
+  fs::path round = root / "round.json";
+  Outcome ex2 = kbv_run(with({"--export", round.string()}), {}, other);
+  ASSERT_EQ(ex2.code, 0) << ex2.output;
+  json k = json::parse(kbv::read_file(round).text, nullptr, false);
+  EXPECT_DOUBLE_EQ(k["level1"]["19_ReLU.py"]["mean"].get<double>(), e["mean"].get<double>());
+
+  // Another device's numbers are not filed as this one's.
+  j["level1"]["19_ReLU.py"]["hardware"] = "NVIDIA H200";
+  ASSERT_TRUE(kbv::write_file_atomic(root / "h200.json", j.dump()).empty());
+  Outcome wrong = kbv_run(with({"--import", (root / "h200.json").string()}), {}, (root / "cache3").string());
+  EXPECT_EQ(wrong.code, 1) << wrong.output;
+  EXPECT_NE(wrong.output.find("measured on NVIDIA H200"), std::string::npos) << wrong.output;
+}
+
+// ---- GPU (the lead runs these on the H200) ----
+
+TEST(TimingGpu, SideStreamWorkIsInsideTheTime) {
+  if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: the side-stream candidate is CUDA";
+  Outcome honest = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda");
+  Outcome side = eval("examples/level1/19_ReLU/cuda_side_stream.py", "cuda", {"--policy", "lenient"});
+  ASSERT_EQ(honest.record["verdict"], "correct") << honest.output;
+  ASSERT_EQ(side.record["verdict"], "correct") << side.output;
+  double h = honest.record["timing"]["candidate"]["median_ms"].get<double>();
+  double s = side.record["timing"]["candidate"]["median_ms"].get<double>();
+  EXPECT_GE(s, 0.95 * h) << "side stream " << s << " ms, same kernel on the calling stream " << h << " ms";
+  EXPECT_GT(side.record["timing"]["events_host_disagreed"].get<int>(), 0);
+}
+
+TEST(TimingGpu, SkipLargeIsCaughtAtDefaultTrials) {
+  if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: cuda_skip_large is CUDA";
+  fs::path out = scratch("skip_large") / "record.json";
+  Outcome o = kbv_run({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                       (kSource / "examples/level1/19_ReLU/cuda_skip_large.py").string(), "--device", "cuda",
+                       "--json", out.string()},
+                      out);
+  EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
+}
+
+TEST(TimingGpu, L2FlushMakesASmallInputSlower) {
+  if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: the L2 flush is a GPU matter";
+  // The reference as its own candidate on a 4 MiB ReLU: cache-hot without the flush.
+  fs::path dir = scratch("l2");
+  std::string problem = (kSource / "bench/problems/level1/2_Small_relu.py").string();
+  fs::path sol = dir / "candidate.py";
+  ASSERT_TRUE(kbv::write_file_atomic(sol, kbv::read_file(problem).text + "\n\nclass ModelNew(Model):\n    pass\n").empty());
+  auto timed = [&](std::vector<std::string> extra) {
+    fs::path out = dir / "r.json";
+    std::vector<std::string> args = {"eval", "--problem", problem, "--solution", sol.string(), "--device", "cuda",
+                                     "--trials", "1", "--policy", "lenient", "--json", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Outcome o = kbv_run(args, out);
+    EXPECT_EQ(o.record["verdict"], "correct") << o.output;
+    return o.record["timing"]["candidate"]["median_ms"].get<double>();
+  };
+  double flushed = timed({});
+  double hot = timed({"--flush-bytes", "1"});
+  EXPECT_GT(flushed, hot) << "flushed " << flushed << " ms, cache-hot " << hot << " ms";
+}
+
+TEST(TimingGpu, HonestRecordUsesEventsAndClock) {
+  if (!gpu_visible()) GTEST_SKIP() << "needs a GPU";
+  Outcome o = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda");
+  ASSERT_EQ(o.record["verdict"], "correct") << o.output;
+  const json& t = o.record["timing"];
+  EXPECT_EQ(t["method"], "cuda-events+host-sync");
+  EXPECT_EQ(t["clock"]["source"], "nvml") << "libnvidia-ml.so.1 should be found on a GPU machine";
+  EXPECT_GT(t["flush_bytes"].get<uint64_t>(), 0u);
+  EXPECT_GT(t["speed_of_light"].get<double>(), 0.0);
+  EXPECT_LE(t["speed_of_light"].get<double>(), 1.0);
+  EXPECT_EQ(t["spot_checks"]["failed"].get<int>(), 0);
+}
+
+}  // namespace

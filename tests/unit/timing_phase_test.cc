@@ -1,0 +1,70 @@
+#include "supervisor/timing_phase.h"
+
+#include <gtest/gtest.h>
+
+namespace kbv {
+namespace {
+
+using nlohmann::json;
+
+Environment env(const std::string& name) {
+  Environment e;
+  e.torch_version = "2.11.0";
+  e.python_version = "3.11.7";
+  e.device = "cuda";
+  e.device_name = name;
+  return e;
+}
+
+TEST(TimingPhase, BaselineKeySeparatesWhatChangesATime) {
+  EvalOptions o;
+  std::string k = baseline_key("code", o, env("NVIDIA H200"), "tf32");
+  EXPECT_EQ(k, baseline_key("code", o, env("NVIDIA H200"), "tf32"));
+  EXPECT_NE(k, baseline_key("code", o, env("NVIDIA H200"), "fp32"));
+  EXPECT_NE(k, baseline_key("code ", o, env("NVIDIA H200"), "tf32"));
+  EXPECT_NE(k, baseline_key("code", o, env("NVIDIA H100 80GB HBM3"), "tf32"));
+  EvalOptions capped = o;
+  capped.protocol.timing.rule.time_cap_s = 5;
+  EXPECT_NE(k, baseline_key("code", capped, env("NVIDIA H200"), "tf32"));
+  // Which baselines a run asks for, and the candidate's spot checks, do not change a baseline.
+  EvalOptions more = o;
+  more.protocol.timing.baselines = {"tf32", "fp32", "compile"};
+  more.protocol.timing.spot_per_output = 5;
+  EXPECT_EQ(k, baseline_key("code", more, env("NVIDIA H200"), "tf32"));
+}
+
+TEST(TimingPhase, StatsFromRawReply) {
+  json reply = {{"samples_ms", {1.0, 3.0, 2.0}}, {"discarded_ms", {9.0}}, {"overhead_ms", 0.004}};
+  Stats s = stats_of_reply(reply);
+  EXPECT_EQ(s.samples, 3);
+  EXPECT_EQ(s.discarded, 1);
+  EXPECT_DOUBLE_EQ(s.median_ms, 2.0);
+  EXPECT_DOUBLE_EQ(s.overhead_ms, 0.004);
+  EXPECT_EQ(stats_of_reply(json{{"samples_ms", {"x", 2.0}}}).samples, 1) << "non-numbers are ignored";
+}
+
+TEST(TimingPhase, SummaryLine) {
+  EXPECT_EQ(timing_summary(json{{"verdict", "correct"}}), "");
+  json r = {{"timing",
+             {{"method", "steady-clock"},
+              {"candidate", {{"median_ms", 0.5}, {"samples", 12}, {"rse", 0.004}}},
+              {"speedup", {{"tf32", 2.0}}},
+              {"speed_of_light", 0.25}}}};
+  EXPECT_EQ(timing_summary(r), "time 0.5 ms (median of 12, rse 0.40%, steady-clock); speedup 2.000x vs tf32; "
+                               "25.0% of the speed of light");
+  EXPECT_EQ(timing_summary(json{{"timing", {{"error", "drawing the timing inputs: boom"}}}}),
+            "not timed: drawing the timing inputs: boom");
+}
+
+TEST(TimingPhase, ProtocolCarriesTimingKnobs) {
+  Protocol p;
+  p.timing.rule.rse_target = 0.01;
+  json j = p.to_json();
+  EXPECT_EQ(j["timing"]["rule"]["rse_target"], 0.01);
+  EXPECT_EQ(j["timing"]["baselines"], json({"tf32", "fp32"}));
+  Protocol q;
+  EXPECT_NE(protocol_hash(p, json::object()), protocol_hash(q, json::object()));
+}
+
+}  // namespace
+}  // namespace kbv
