@@ -18,6 +18,7 @@
 #include "build/diagnostics.h"
 #include "report/kernelbench.h"
 #include "store/store.h"
+#include "supervisor/memory_phase.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
@@ -488,6 +489,8 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   record["metadata"]["correctness_trials"] = fmt::format("({} / {})", passed, total);
   record["seconds"] = since(t0);
   if (stopped) return record;
+  // 5. Memory and kernel attribution of untimed calls (docs/MEMORY.md), once every check passed.
+  if (!has_reject(record) && passed == total && total > 0) measure_phase(record, *cand, *ref, options, seeds.next());
   if (has_reject(record)) {
     set_verdict(record, "rejected", first_reject(record)["message"]);
     record["metadata"]["correctness_issue"] = record["message"];
