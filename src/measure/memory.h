@@ -74,7 +74,9 @@ struct Account {
 Account account(std::vector<DeviceEvent> device, std::vector<TorchEvent> torch, const std::vector<CallWindow>& calls,
                 int64_t input_bytes);
 
-// The device allocations that are torch's segments: indexes into `device` (sorted by time).
+// The device allocations that are torch's segments, per index of `device` (sorted by time). Only
+// the allocator's own reports decide: CUPTI's `source` names a file, and a candidate can name its
+// extension like PyTorch's library.
 std::vector<bool> torch_owned(const std::vector<DeviceEvent>& device, const std::vector<TorchEvent>& torch);
 
 // One side (candidate or a baseline) as the record's `memory` object holds it:

@@ -131,8 +131,44 @@ void sync_or_throw() {
     throw std::runtime_error(fmt::format("CUDA error while measuring memory: {}", cudaGetErrorString(err)));
 }
 
+// Attaches torch's allocator trace tracker (once; the allocator exists by now: the inputs are on
+// the device) and reports the segments it already holds as if allocated now, so that the device
+// allocations behind them are matched as torch's. Never called with l.mu held: the tracker runs
+// under the allocator's lock and takes l.mu.
+void ensure_tracker(Ledger& l) {
+  if (l.tracker_attached) return;
+  l.tracker_attached = true;
+  c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker([](const c10::CachingDeviceAllocator::TraceEntry& e) {
+    using A = c10::CachingDeviceAllocator::TraceEntry::Action;
+    memory::TorchEvent t;
+    switch (e.action_) {
+      case A::ALLOC: t.action = memory::TorchEvent::Action::block_alloc; break;
+      case A::FREE_REQUESTED: t.action = memory::TorchEvent::Action::block_free; break;
+      case A::SEGMENT_ALLOC: t.action = memory::TorchEvent::Action::segment_alloc; break;
+      case A::SEGMENT_FREE: t.action = memory::TorchEvent::Action::segment_free; break;
+      default: return;
+    }
+    t.time_ns = cupti::now_ns();
+    t.address = e.addr_;
+    t.bytes = e.size_;
+    Ledger& lg = ledger();
+    std::lock_guard<std::mutex> guard(lg.mu);
+    bool block = t.action == memory::TorchEvent::Action::block_alloc || t.action == memory::TorchEvent::Action::block_free;
+    if (block && !lg.record_blocks) return;
+    lg.torch.push_back(t);
+  });
+  c10::cuda::CUDACachingAllocator::SnapshotInfo snap = c10::cuda::CUDACachingAllocator::snapshot({0, 0}, false);
+  uint64_t now = cupti::now_ns();
+  std::lock_guard<std::mutex> lock(l.mu);
+  for (const auto& seg : snap.segments)
+    if (seg.device == 0)
+      l.torch.push_back({now, memory::TorchEvent::Action::segment_alloc, static_cast<uint64_t>(seg.address),
+                         static_cast<uint64_t>(seg.total_size)});
+}
+
 json measure_cuda(const std::function<void()>& call, const MeasureOptions& o) {
   Ledger& l = ledger();
+  if (l.started && l.cupti_error.empty()) ensure_tracker(l);
   const bool have_cupti = l.cupti_error.empty() && l.started;
   std::string kernel_error;
   std::vector<memory::CallWindow> windows;
@@ -246,29 +282,6 @@ void begin_ledger(const std::string& device) {
   if (l.started) return;
   l.started = true;
   l.cupti_error = cupti::enable(cupti::kMemory);
-  if (!l.cupti_error.empty()) return;
-  if (!l.tracker_attached) {
-    l.tracker_attached = true;
-    c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker([](const c10::CachingDeviceAllocator::TraceEntry& e) {
-      using A = c10::CachingDeviceAllocator::TraceEntry::Action;
-      memory::TorchEvent t;
-      switch (e.action_) {
-        case A::ALLOC: t.action = memory::TorchEvent::Action::block_alloc; break;
-        case A::FREE_REQUESTED: t.action = memory::TorchEvent::Action::block_free; break;
-        case A::SEGMENT_ALLOC: t.action = memory::TorchEvent::Action::segment_alloc; break;
-        case A::SEGMENT_FREE: t.action = memory::TorchEvent::Action::segment_free; break;
-        default: return;
-      }
-      t.time_ns = cupti::now_ns();
-      t.address = e.addr_;
-      t.bytes = e.size_;
-      Ledger& lg = ledger();
-      std::lock_guard<std::mutex> guard(lg.mu);
-      bool block = t.action == memory::TorchEvent::Action::block_alloc || t.action == memory::TorchEvent::Action::block_free;
-      if (block && !lg.record_blocks) return;
-      lg.torch.push_back(t);
-    });
-  }
 #else
   (void)device;
 #endif

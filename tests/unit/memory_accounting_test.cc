@@ -132,6 +132,15 @@ TEST(MemoryAccounting, AddressReusedAfterTorchFreedItIsTheCandidates) {
   EXPECT_EQ(a.non_torch_peak, 100);
 }
 
+TEST(MemoryAccounting, ReportedLibraryNameDoesNotMakeAnAllocationTorchs) {
+  // A candidate can build its extension as libc10_cuda.so: only the allocator's reports count.
+  std::vector<DeviceEvent> device = {{10, true, 0xA000, 100, "/venv/torch/lib/libc10_cuda.so"},
+                                     {11, true, 0xB000, 50, "/cache/ext/libc10_cuda/libc10_cuda.so"}};
+  std::vector<bool> owned = memory::torch_owned(device, {{12, A::segment_alloc, 0xA000, 100}});
+  EXPECT_TRUE(owned[0]);
+  EXPECT_FALSE(owned[1]);
+}
+
 TEST(MemoryAccounting, WithoutTorchEventsThePeakIsAnUpperBound) {
   std::vector<DeviceEvent> device = {{1010, true, 0xB000, 50 * MiB, ""}, {1020, false, 0xB000, 0, ""}};
   memory::Account a = memory::account(device, {}, {{1000, 1100, 10 * MiB, 30 * MiB, 10 * MiB}, {2000, 2100, 10 * MiB, 30 * MiB, 10 * MiB}}, 0);
