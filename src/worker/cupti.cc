@@ -176,7 +176,7 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, co
   State& s = state();
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && runtime_launch(id)) {
     if (cb->callbackSite == CUPTI_API_EXIT) {
-      --runtime_launch_depth;
+      if (runtime_launch_depth > 0) --runtime_launch_depth;  // its entry may predate enable()
       return;
     }
     ++runtime_launch_depth;

@@ -3,6 +3,7 @@
 
 #include <malloc.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -293,6 +294,16 @@ int64_t torch_allocated(const std::string& device) {
 #endif
   (void)device;
   return 0;
+}
+
+std::vector<std::string> own_roots_from_environment() {
+  std::vector<std::string> roots;
+  if (const char* v = std::getenv("TORCH_EXTENSIONS_DIR"); v && *v) roots.push_back(v);
+  if (const char* v = std::getenv("TRITON_CACHE_DIR"); v && *v)
+    roots.push_back(v);
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    roots.push_back(std::string(home) + "/.triton/cache");
+  return roots;
 }
 
 json measure(const std::function<void()>& call, const MeasureOptions& o) {

@@ -28,6 +28,10 @@ struct MeasureOptions {
   std::vector<std::string> own_roots;  // folders whose shared objects are the candidate's
 };
 
+// Where the candidate's own compiled code lives: TORCH_EXTENSIONS_DIR (its load_inline and
+// cpp_extension builds) and Triton's cache (TRITON_CACHE_DIR, else ~/.triton/cache).
+std::vector<std::string> own_roots_from_environment();
+
 // `call` runs one forward call, drops its outputs and waits for the device. Returns
 // {"memory": {measured, method, reason | side fields}, "compute": {...} (only with kernels)}.
 // Exceptions from `call` propagate.

@@ -731,10 +731,7 @@ _ext.load_inline = _guarded
     o.repeats = request.value("repeats", 3);
     o.input_bytes = worker_memory::torch_allocated(device) - before;
     o.kernels = role == "candidate";
-    for (const char* var : {"TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR"})
-      if (const char* v = std::getenv(var); v && *v) o.own_roots.push_back(v);
-    if (const char* home = std::getenv("HOME"); home && *home && !std::getenv("TRITON_CACHE_DIR"))
-      o.own_roots.push_back(std::string(home) + "/.triton/cache");
+    o.own_roots = worker_memory::own_roots_from_environment();
     const bool tf32 = role == "reference" && request.value("baseline", "fp32") == "tf32";
     py::module_ torch = py::module_::import("torch");
     auto set_tf32 = [&](bool on) {
