@@ -282,6 +282,10 @@ void begin_ledger(const std::string& device) {
   std::lock_guard<std::mutex> lock(l.mu);
   if (l.started) return;
   l.started = true;
+  if (const char* off = std::getenv("KBV_NO_CUPTI"); off && *off && std::string(off) != "0") {
+    l.cupti_error = "KBV_NO_CUPTI is set: CUPTI is not used in this worker";
+    return;
+  }
   l.cupti_error = cupti::enable(cupti::kMemory);
 #else
   (void)device;
