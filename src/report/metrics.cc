@@ -85,7 +85,7 @@ MemoryMetrics memory_metrics(std::span<const MemoryScored> slots) {
   MemoryMetrics m;
   m.slots = static_cast<int>(slots.size());
   std::vector<double> ratios;
-  int efficient = 0;
+  int efficient = 0, increased = 0;
   for (const auto& s : slots) {
     if (!s.correct) continue;
     ++m.correct;
@@ -93,10 +93,13 @@ MemoryMetrics memory_metrics(std::span<const MemoryScored> slots) {
     ++m.measured_correct;
     ratios.push_back(*s.ratio);
     if (*s.ratio > 1.0) ++efficient;
+    if (*s.ratio < 1.0) ++increased;
   }
   m.measured = m.correct == 0 || m.measured_correct > 0;
   m.efficiency = geomean(ratios);
   m.efficient_share = slots.empty() ? 0 : static_cast<double>(efficient) / static_cast<double>(slots.size());
+  if (m.measured_correct > 0)
+    m.increased_share = static_cast<double>(increased) / static_cast<double>(m.measured_correct);
   return m;
 }
 

@@ -73,6 +73,9 @@ struct MemoryMetrics {
   bool measured = false;  // false: some slot is correct but none has a memory ratio
   std::optional<double> efficiency;
   double efficient_share = 0;
+  // Measured correct slots with ratio < 1 (more peak memory than the baseline), over the measured
+  // correct slots; none when no correct slot was measured.
+  std::optional<double> increased_share;
 };
 MemoryMetrics memory_metrics(std::span<const MemoryScored> slots);
 

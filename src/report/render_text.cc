@@ -98,6 +98,7 @@ nlohmann::ordered_json memory_json(const MemoryMetrics& m) {
   j["measured_correct"] = m.measured_correct;
   j["correct_mem_efficiency"] = m.measured ? optional_json(m.efficiency) : nullptr;
   j["mem_efficient_share"] = m.measured ? nlohmann::ordered_json(m.efficient_share) : nullptr;
+  j["mem_increased_share"] = optional_json(m.increased_share);
   return j;
 }
 

@@ -44,6 +44,11 @@ Cell memory_share_cell(const MemoryMetrics& m) {
   return number(format_rate(m.efficient_share), m.efficient_share);
 }
 
+Cell memory_increased_cell(const MemoryMetrics& m) {
+  if (!m.measured || !m.increased_share) return text(kNotMeasured, "na");
+  return number(format_rate(*m.increased_share), *m.increased_share);
+}
+
 std::string threshold(double p) { return fmt::format("{:g}", p); }
 
 const SpeedMetrics& speed_of(const std::map<std::string, SpeedMetrics>& m, const std::string& b) {
@@ -195,6 +200,8 @@ Table summary_table(const RunSummary& run, size_t index) {
       [](const ScopeSummary& s) { return memory_efficiency_cell(gate_of(s, headline_gate(s)).best_memory); });
   row("best-of-n: Mem Efficient % (" + b + ")",
       [](const ScopeSummary& s) { return memory_share_cell(gate_of(s, headline_gate(s)).best_memory); });
+  row("best-of-n: correct kernels increasing peak memory (" + b + ")",
+      [](const ScopeSummary& s) { return memory_increased_cell(gate_of(s, headline_gate(s)).best_memory); });
   row("gate of the rows above", [](const ScopeSummary& s) { return text(gate_label(headline_gate(s))); });
   return t;
 }

@@ -19,6 +19,7 @@
 #include "report/kernelbench.h"
 #include "store/store.h"
 #include "supervisor/timing_phase.h"
+#include "supervisor/memory_phase.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
@@ -489,6 +490,8 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   record["metadata"]["correctness_trials"] = fmt::format("({} / {})", passed, total);
   record["seconds"] = since(t0);
   if (stopped) return record;
+  // 5. Memory and kernel attribution of untimed calls (docs/MEMORY.md), once every check passed.
+  if (!has_reject(record) && passed == total && total > 0) measure_phase(record, *cand, *ref, options, seeds.next());
   if (has_reject(record)) {
     set_verdict(record, "rejected", first_reject(record)["message"]);
     record["metadata"]["correctness_issue"] = record["message"];
@@ -498,7 +501,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
     set_verdict(record, "wrong_output", first_failure);
     record["metadata"]["correctness_issue"] = first_failure;
   }
-  // 5. Timing (src/supervisor/timing_phase.h): only a correct candidate is timed.
+  // 6. Timing (src/supervisor/timing_phase.h): only a correct candidate is timed.
   if (record["verdict"] == "correct" && p.timing.enabled) {
     timing_phase(record, pair, options, env, *ref, *cand);
     record["seconds"] = since(t0);

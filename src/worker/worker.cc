@@ -27,6 +27,7 @@
 #include "check/compare.h"
 #include "proto/channel.h"
 #include "worker/timing.h"
+#include "worker/memory.h"
 #include "worker/transfer.h"
 
 namespace py = pybind11;
@@ -269,6 +270,7 @@ _ext.load_inline = _guarded
 
   json load_problem(const json& request) {
     set_device(request);
+    worker_memory::begin_ledger(device);
     std::string path = request.at("path");
     py::module_ torch = py::module_::import("torch");
     // Correctness reference in strict FP32: no TF32 for matmul or cuDNN.
@@ -668,6 +670,7 @@ _ext.load_inline = _guarded
   }
 
   json load_candidate(const json& request) {
+    worker_memory::begin_ledger(request.value("device", "cpu"));
     json b = build(request);
     std::string path = request.at("path");
     try {
@@ -927,11 +930,68 @@ _ext.load_inline = _guarded
     reply["matmul_n"] = n;
     reply["ok"] = true;
     return reply;
+  // `measure {args | seed, repeats, baseline}`: memory (and, for the candidate, kernel attribution)
+  // of a few untimed calls (src/worker/memory.h, docs/MEMORY.md). The candidate computes on the
+  // inputs it is handed, the reference on its own draw from `seed` under the baseline's precision
+  // ("tf32" | "fp32"); both copy the inputs into their own torch memory first.
+  json measure(const json& request) {
+    release();
+    int64_t before = worker_memory::torch_allocated(device);
+    std::vector<py::object> args;
+    if (role == "candidate") {
+      for (const auto& a : request.at("args")) args.push_back(from_wire(a, transfers, device));
+    } else {
+      try {
+        torch::manual_seed(request.at("seed").get<uint64_t>());
+        for (auto item : py::list(module.attr("get_inputs")()))
+          args.push_back(move_to_device(py::reinterpret_borrow<py::object>(item)));
+      } catch (py::error_already_set& e) {
+        throw python_error("problem_error", "get_inputs() failed", e);
+      }
+    }
+    for (auto& a : args)
+      if (THPVariable_Check(a.ptr()))
+        a = py::reinterpret_steal<py::object>(THPVariable_Wrap(THPVariable_Unpack(a.ptr()).clone()));
+    transfers.clear();
+    worker_memory::MeasureOptions o;
+    o.device = device;
+    o.repeats = request.value("repeats", 3);
+    o.input_bytes = worker_memory::torch_allocated(device) - before;
+    o.kernels = role == "candidate";
+    o.own_roots = worker_memory::own_roots_from_environment();
+    const bool tf32 = role == "reference" && request.value("baseline", "fp32") == "tf32";
+    py::module_ torch = py::module_::import("torch");
+    auto set_tf32 = [&](bool on) {
+      torch.attr("backends").attr("cuda").attr("matmul").attr("allow_tf32") = on;
+      torch.attr("backends").attr("cudnn").attr("allow_tf32") = on;
+    };
+    const char* kind = role == "candidate" ? "runtime_error" : "problem_error";
+    json result;
+    try {
+      if (tf32) set_tf32(true);
+      result = worker_memory::measure(
+          [&]() {
+            double seconds = 0;
+            py::object out = forward(args, kind, "the forward call measured for memory raised", seconds);
+            out = py::none();
+            sync_device(device);
+          },
+          o);
+    } catch (...) {
+      if (tf32) set_tf32(false);
+      throw;
+    }
+    if (tf32) set_tf32(false);
+    args.clear();
+    release_cached_memory(device);
+    result["ok"] = true;
+    return result;
   }
 
   json dispatch(const json& request) {
     std::string op = request.value("op", "");
     if (op == "hello") return hello();
+    if (op == "measure" && (role == "reference" || role == "candidate")) return measure(request);
     if (role == "reference") {
       if (op == "load") return load_problem(request);
       if (op == "describe") return describe(request);

@@ -118,9 +118,12 @@ TEST(MemoryMetrics, EfficiencyOverCorrectShareOverAll) {
   EXPECT_EQ(m.measured_correct, 3);
   EXPECT_NEAR(*m.efficiency, 1.0, 1e-12);        // (2 * 0.5 * 1)^(1/3)
   EXPECT_DOUBLE_EQ(m.efficient_share, 1.0 / 6);  // only the ratio-2 sample, over all 6 slots
+  ASSERT_TRUE(m.increased_share.has_value());
+  EXPECT_DOUBLE_EQ(*m.increased_share, 1.0 / 3);  // the ratio-0.5 sample, over the 3 measured correct ones
 
   std::vector<MemoryScored> unmeasured = {{true, std::nullopt}};
   EXPECT_FALSE(memory_metrics(unmeasured).measured);
+  EXPECT_FALSE(memory_metrics(unmeasured).increased_share.has_value());
   std::vector<MemoryScored> zero = {{false, 2.0}};
   MemoryMetrics z = memory_metrics(zero);
   EXPECT_TRUE(z.measured);

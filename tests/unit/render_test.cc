@@ -65,6 +65,8 @@ TEST(Markdown, MeasuredRunShowsTheTwoByTwoTable) {
   EXPECT_NE(md.find("| TF32 | 1.59× · fast_1 66.7% | 1.00× · fast_1 33.3% |"), std::string::npos) << md;
   EXPECT_NE(md.find("| fast_1 (tf32) | 33.3% |"), std::string::npos) << md;
   EXPECT_NE(md.find("| best-of-n: Mem Efficient % (tf32) | 66.7% |"), std::string::npos) << md;
+  // Every measured winner has ratio 1.5: none increases peak memory.
+  EXPECT_NE(md.find("| best-of-n: correct kernels increasing peak memory (tf32) | 0.0% |"), std::string::npos) << md;
 }
 
 TEST(Markdown, SeveralRunsGetALeaderboard) {

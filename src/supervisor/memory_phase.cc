@@ -1,0 +1,75 @@
+// The measure phase (memory_phase.h).
+#include "supervisor/memory_phase.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "measure/compute.h"
+#include "measure/memory.h"
+
+namespace kbv {
+using nlohmann::json;
+
+namespace {
+
+std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
+
+std::string why(const Reply& r) {
+  if (r.status == Reply::Status::failed) return r.body.value("message", std::string("the worker failed"));
+  return r.detail.empty() ? std::string("the worker did not answer") : r.detail;
+}
+
+json not_measured(const std::string& reason) { return json{{"measured", false}, {"reason", reason}}; }
+
+}  // namespace
+
+json merge_compute(json& record, const json& compute) {
+  if (!compute.is_object()) return nullptr;
+  bool ours_measured = compute.value("method", "") == "cupti";
+  if (ours_measured || !record.contains("compute")) record["compute"] = compute;
+  if (!ours_measured) return nullptr;
+  return compute::no_custom_compute_finding(compute);
+}
+
+void measure_phase(json& record, WorkerProcess& cand, WorkerProcess& ref, const EvalOptions& options, uint64_t seed) {
+  auto t0 = std::chrono::steady_clock::now();
+  const Timeouts& t = options.timeouts;
+  const double calls = kMemoryRepeats + 1;
+  json candidate;
+  // The candidate computes on a draw made by the reference (as in the checks).
+  Reply in = ref.call({{"op", "inputs"}, {"seed", seed}, {"scale", 1.0}, {"input_draw", options.protocol.input_draw}},
+                      ms(t.reference_s));
+  if (in.status != Reply::Status::ok) {
+    candidate = not_measured("the reference could not draw inputs for the measured calls: " + why(in));
+  } else {
+    Reply m = cand.call({{"op", "measure"}, {"args", in.body["args"]}, {"repeats", kMemoryRepeats}},
+                        ms(t.call_s * calls));
+    if (m.status != Reply::Status::ok) {
+      candidate = not_measured("the candidate's measured calls failed: " + why(m));
+    } else {
+      candidate = m.body.value("memory", json::object());
+      if (m.body.contains("compute")) {
+        json finding = merge_compute(record, m.body["compute"]);
+        if (!finding.is_null()) record["findings"].push_back(finding);
+      }
+    }
+    cand.call({{"op", "release"}}, ms(t.call_s));
+  }
+  ref.call({{"op", "release"}}, ms(t.reference_s));
+  json baselines = json::object();
+  for (const char* baseline : {"tf32", "fp32"}) {
+    Reply b = ref.call({{"op", "measure"}, {"seed", seed}, {"baseline", baseline}, {"repeats", kMemoryRepeats}},
+                       ms(t.reference_s * calls));
+    baselines[baseline] = b.status == Reply::Status::ok
+                              ? b.body.value("memory", json::object())
+                              : not_measured(fmt::format("the {} baseline's measured calls failed: {}", baseline, why(b)));
+  }
+  memory::MemoryVerdict v = memory::memory_verdict(candidate, baselines);
+  record["memory"] = v.memory;
+  for (auto& f : v.findings) record["findings"].push_back(f);
+  record["seconds"] = record.value("seconds", 0.0) +
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace kbv

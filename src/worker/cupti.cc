@@ -1,0 +1,282 @@
+// CUPTI activity and callbacks (cupti.h, docs/MEMORY.md).
+#include "worker/cupti.h"
+
+#ifdef KBV_WITH_CUPTI
+#include <dlfcn.h>
+#include <execinfo.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include <cuda.h>
+#include <cupti.h>
+#endif
+
+namespace kbv::cupti {
+
+#ifndef KBV_WITH_CUPTI
+
+bool built() { return false; }
+std::string enable(unsigned) { return "this kbv worker was built without CUPTI (no CUDA toolkit with libcupti)"; }
+void disable(unsigned) {}
+Records take() { return {}; }
+uint64_t now_ns() { return 0; }
+uint64_t dropped() { return 0; }
+
+#else
+
+namespace {
+
+constexpr size_t kBufferBytes = 8u << 20;
+
+struct State {
+  std::mutex mu;
+  Records records;
+  std::unordered_map<uint32_t, std::string> launchers;  // correlation id -> launching shared object
+  unsigned enabled = 0;
+  bool callbacks_registered = false;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  uint64_t dropped = 0;
+  std::string self;  // this module's file, skipped when walking a launch's stack
+};
+
+State& state() {
+  static State* s = new State();  // never destroyed: CUPTI may call back during exit
+  return *s;
+}
+
+std::string error_text(CUptiResult r) {
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  return s ? s : "CUPTI error " + std::to_string(static_cast<int>(r));
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  CUpti_Activity* record = nullptr;
+  while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_MEMORY2) {
+      auto* m = reinterpret_cast<CUpti_ActivityMemory4*>(record);
+      if (m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_MANAGED)
+        continue;
+      MemoryRecord r;
+      r.time_ns = m->timestamp;
+      r.alloc = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+      if (!r.alloc && m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) continue;
+      r.address = m->address;
+      r.bytes = m->bytes;
+      r.kind = m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ? "device" : "managed";
+      r.source = m->source ? m->source : "";
+      r.async = m->isAsync != 0;
+      s.records.memory.push_back(std::move(r));
+    } else if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(record);
+      KernelRecord r;
+      r.name = k->name ? k->name : "";
+      r.stream = k->streamId;
+      r.start_ns = k->start;
+      r.end_ns = k->end;
+      r.correlation = k->correlationId;
+      s.records.kernels.push_back(std::move(r));
+    }
+  }
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) s.dropped += dropped;
+  std::free(buffer);
+}
+
+std::string file_of(const void* address) {
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
+bool cuda_internal(const std::string& file) {
+  auto has = [&](const char* part) { return file.find(part) != std::string::npos; };
+  return has("libcupti") || has("libcuda.so") || has("libcudart") || has("libcuda-");
+}
+
+// The first caller outside the CUDA runtime, the driver, CUPTI and this module.
+std::string launcher_from_stack() {
+  void* frames[48];
+  int n = backtrace(frames, 48);
+  const std::string& self = state().self;
+  for (int i = 1; i < n; ++i) {
+    std::string file = file_of(frames[i]);
+    if (file.empty()) return "";
+    if (file == self || cuda_internal(file)) continue;
+    return file;
+  }
+  return "";
+}
+
+thread_local int runtime_launch_depth = 0;
+thread_local std::string runtime_launcher;
+
+bool runtime_launch(CUpti_CallbackId id) {
+  switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool driver_launch(CUpti_CallbackId id) {
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The host stub of a <<<>>>/cudaLaunchKernel launch lives in the object that compiled the kernel.
+const void* runtime_stub(CUpti_CallbackId id, const void* params) {
+  switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+      return static_cast<const cudaLaunchKernel_v7000_params*>(params)->func;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+      return static_cast<const cudaLaunchKernelExC_v11060_params*>(params)->func;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+      return static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(params)->func;
+    default:
+      return nullptr;
+  }
+}
+
+void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  State& s = state();
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && runtime_launch(id)) {
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+      if (runtime_launch_depth > 0) --runtime_launch_depth;  // its entry may predate enable()
+      return;
+    }
+    ++runtime_launch_depth;
+    const void* stub = runtime_stub(id, cb->functionParams);
+    runtime_launcher = stub ? file_of(stub) : launcher_from_stack();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.launchers[cb->correlationId] = runtime_launcher;
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && driver_launch(id) && cb->callbackSite == CUPTI_API_ENTER) {
+    // A driver launch made by the runtime belongs to the runtime call's launcher.
+    std::string launcher = runtime_launch_depth > 0 ? runtime_launcher : launcher_from_stack();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.launchers[cb->correlationId] = launcher;
+  }
+}
+
+std::string enable_callbacks(State& s) {
+  if (!s.subscriber) {
+    CUptiResult r = cuptiSubscribe(&s.subscriber, on_api, nullptr);
+    if (r != CUPTI_SUCCESS) {
+      s.subscriber = nullptr;
+      return "cuptiSubscribe: " + error_text(r) + " (another CUPTI user, e.g. the torch profiler, holds the subscriber)";
+    }
+  }
+  CUptiResult r = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+  if (r == CUPTI_SUCCESS) r = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+  return r == CUPTI_SUCCESS ? "" : "cuptiEnableDomain: " + error_text(r);
+}
+
+}  // namespace
+
+bool built() { return true; }
+
+std::string enable(unsigned kinds) {
+  State& s = state();
+  if (!s.callbacks_registered) {
+    s.self = file_of(reinterpret_cast<const void*>(&enable));
+    CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    if (r != CUPTI_SUCCESS) return "cuptiActivityRegisterCallbacks: " + error_text(r);
+    s.callbacks_registered = true;
+  }
+  if ((kinds & kMemory) && !(s.enabled & kMemory)) {
+    CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2);
+    if (r != CUPTI_SUCCESS) return "cuptiActivityEnable(MEMORY2): " + error_text(r);
+    s.enabled |= kMemory;
+  }
+  if ((kinds & kKernels) && !(s.enabled & kKernels)) {
+    CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) return "cuptiActivityEnable(CONCURRENT_KERNEL): " + error_text(r);
+    std::string e = enable_callbacks(s);
+    if (!e.empty()) {
+      cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      return e;
+    }
+    s.enabled |= kKernels;
+  }
+  return "";
+}
+
+void disable(unsigned kinds) {
+  State& s = state();
+  if ((kinds & kMemory) && (s.enabled & kMemory)) {
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
+    s.enabled &= ~static_cast<unsigned>(kMemory);
+  }
+  if ((kinds & kKernels) && (s.enabled & kKernels)) {
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (s.subscriber) {
+      cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+      cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+    }
+    s.enabled &= ~static_cast<unsigned>(kKernels);
+  }
+}
+
+Records take() {
+  State& s = state();
+  if (s.callbacks_registered) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard<std::mutex> lock(s.mu);
+  Records out = std::move(s.records);
+  s.records = Records{};
+  for (auto& k : out.kernels) {
+    auto it = s.launchers.find(k.correlation);
+    if (it != s.launchers.end()) k.launcher = it->second;
+  }
+  s.launchers.clear();
+  return out;
+}
+
+uint64_t now_ns() {
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
+}
+
+uint64_t dropped() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.dropped;
+}
+
+#endif
+
+}  // namespace kbv::cupti
