@@ -18,6 +18,7 @@
 #include "build/diagnostics.h"
 #include "report/kernelbench.h"
 #include "store/store.h"
+#include "supervisor/audit_stage.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
@@ -488,6 +489,19 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   record["metadata"]["correctness_trials"] = fmt::format("({} / {})", passed, total);
   record["seconds"] = since(t0);
   if (stopped) return record;
+  // 5. Runtime audits (docs/POLICY.md) once every check passed: what ran, threads, aliasing,
+  // determinism on fresh poisoned buffers, same storage with new values.
+  if (!has_reject(record) && passed == total && total > 0) {
+    AuditOutcome audit = run_runtime_audit(*ref, *cand, options, env.device, seeds.next(), seeds.next());
+    record["audit"] = audit.details;
+    if (!audit.compute.is_null()) record["compute"] = audit.compute;
+    for (const auto& f : audit.findings) record["findings"].push_back(f);
+    record["seconds"] = since(t0);
+    if (audit.candidate_failure) {
+      fail_from(*audit.candidate_failure, audit.failure_context);
+      return record;
+    }
+  }
   if (has_reject(record)) {
     set_verdict(record, "rejected", first_reject(record)["message"]);
     record["metadata"]["correctness_issue"] = record["message"];

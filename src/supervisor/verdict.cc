@@ -18,7 +18,8 @@ nlohmann::json Protocol::to_json() const {
                       {"reference_precision", reference_precision},
                       {"construction_seed", construction_seed},
                       {"input_draw", input_draw},
-                      {"policy", policy_name(policy)}};
+                      {"policy", policy_name(policy)},
+                      {"runtime_audit", "kbv-audit-1"}};  // docs/POLICY.md, "Runtime audits"
   if (name == "kernelbench")
     j["seed_policy"] = "kernelbench (trial seeds drawn from seed 42)";
   else
