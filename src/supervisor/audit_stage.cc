@@ -11,6 +11,12 @@ using nlohmann::json;
 
 namespace {
 std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
+
+// The audit holds a few more copies of inputs and outputs than a trial: running out of device
+// memory there says nothing about the candidate.
+bool out_of_memory(const Reply& r) {
+  return r.status == Reply::Status::failed && r.body.value("message", "").find("out of memory") != std::string::npos;
+}
 }  // namespace
 
 AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const EvalOptions& options,
@@ -34,6 +40,7 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   Reply first = cand.call({{"op", "audit"}, {"phase", "first"}, {"args", a.body["args"]}},
                           ms(options.timeouts.call_s * 2 + 10));
   ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+  if (out_of_memory(first)) return incomplete("the audit's calls ran out of memory", first);
   if (first.status != Reply::Status::ok) {
     out.candidate_failure = first;
     out.failure_context = "runtime audit (calls on fresh copies of a new draw)";
@@ -51,6 +58,7 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
                             {"rel_l2", p.rel_l2},
                             {"use_rel_l2", p.use_rel_l2}},
                            ms(options.timeouts.call_s * 2));
+  if (out_of_memory(second)) return incomplete("the audit's calls ran out of memory", second);
   if (second.status != Reply::Status::ok) {
     ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
     out.candidate_failure = second;

@@ -480,6 +480,7 @@ json CandidateAudit::second(const std::vector<py::object>& args, const ForwardFn
   if (pristine_.size() != args.size())
     throw std::runtime_error("audit: the second draw has a different number of arguments than the first");
   // Fresh buffers for A, after filling free memory with NaN.
+  first_args_.clear();  // only the first phase needed them alive
   at::Tensor fence;
   {
     std::vector<at::Tensor> like = first_outputs_;

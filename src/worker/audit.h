@@ -38,7 +38,7 @@ class CandidateAudit {
 
  private:
   std::vector<pybind11::object> pristine_;  // private copies of A's values
-  std::vector<pybind11::object> first_args_;  // the first call's buffers, alive so that the next are new
+  std::vector<pybind11::object> first_args_;  // the first phase's buffers (freed by the second)
   std::vector<at::Tensor> first_outputs_;   // copies of the first call's outputs
 };
 

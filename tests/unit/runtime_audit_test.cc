@@ -14,6 +14,7 @@ TEST(GlueSymbol, PybindAndInlinedLibraryCodeIsGlue) {
       "lingEA18_cEEEvSA_PFT0_DpT1_EDpRKT2_ENUlRNS_6detail13function_callEE1_4_FUNESV_"));
   EXPECT_TRUE(is_glue_symbol("_ZN8pybind1112cpp_function10dispatcherEP7_objectS2_S2_"));
   EXPECT_TRUE(is_glue_symbol("PyTuple_GET_SIZE.part.0"));
+  EXPECT_TRUE(is_glue_symbol("(PLT or padding)"));
   EXPECT_TRUE(is_glue_symbol("_ZN3c1013intrusive_ptrINS_10TensorImplENS_19UndefinedTensorImplEE6reset_Ev"));
   EXPECT_TRUE(is_glue_symbol("_ZNK2at10TensorBase5numelEv"));
   EXPECT_TRUE(is_glue_symbol("_ZN2at6matmulERKNS_6TensorES2_"));
