@@ -31,8 +31,12 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
     cand.call({{"op", "release"}}, ms(options.timeouts.call_s));
     return out;
   };
-  // Draw A (D1): observed calls on fresh private copies.
-  Reply a = ref.call({{"op", "inputs"}, {"seed", seed_a}, {"scale", 1.0}, {"input_draw", p.input_draw}},
+  // Draw A from the protocol's last distribution (kbv: D4, x-1; kernelbench: D1), so that lanes a
+  // kernel skips on one sign are exercised by the repeat; draw B from the first (D1).
+  double scale_a = p.distributions.empty() ? 1.0 : p.distributions.back().scale;
+  double scale_b = p.distributions.empty() ? 1.0 : p.distributions.front().scale;
+  out.details["draws"] = {{"a_scale", scale_a}, {"b_scale", scale_b}};
+  Reply a = ref.call({{"op", "inputs"}, {"seed", seed_a}, {"scale", scale_a}, {"input_draw", p.input_draw}},
                      ms(options.timeouts.reference_s));
   if (a.status != Reply::Status::ok) return incomplete("the reference's audit draw failed", a);
   json reference_aliases = a.body.value("output_aliases", json::array());
@@ -47,7 +51,7 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
     return out;
   }
   // Draw B: A again on fresh poisoned buffers, then those buffers overwritten with B.
-  Reply b = ref.call({{"op", "inputs"}, {"seed", seed_b}, {"scale", 1.0}, {"input_draw", p.input_draw}},
+  Reply b = ref.call({{"op", "inputs"}, {"seed", seed_b}, {"scale", scale_b}, {"input_draw", p.input_draw}},
                      ms(options.timeouts.reference_s));
   if (b.status != Reply::Status::ok) return incomplete("the reference's second audit draw failed", b);
   Reply second = cand.call({{"op", "audit"},
