@@ -20,6 +20,7 @@
 #include "store/store.h"
 #include "supervisor/timing_phase.h"
 #include "supervisor/memory_phase.h"
+#include "supervisor/audit_stage.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
@@ -490,7 +491,20 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   record["metadata"]["correctness_trials"] = fmt::format("({} / {})", passed, total);
   record["seconds"] = since(t0);
   if (stopped) return record;
-  // 5. Memory and kernel attribution of untimed calls (docs/MEMORY.md), once every check passed.
+  // 5. Runtime audits (docs/POLICY.md) once every check passed: what ran, threads, aliasing,
+  // determinism on fresh poisoned buffers, same storage with new values.
+  if (!has_reject(record) && passed == total && total > 0) {
+    AuditOutcome audit = run_runtime_audit(*ref, *cand, options, env.device, seeds.next(), seeds.next());
+    record["audit"] = audit.details;
+    if (!audit.compute.is_null()) record["compute"] = audit.compute;
+    for (const auto& f : audit.findings) record["findings"].push_back(f);
+    record["seconds"] = since(t0);
+    if (audit.candidate_failure) {
+      fail_from(*audit.candidate_failure, audit.failure_context);
+      return record;
+    }
+  }
+  // 5b. Memory and kernel attribution of untimed calls (docs/MEMORY.md), once every check passed.
   if (!has_reject(record) && passed == total && total > 0) measure_phase(record, *cand, *ref, options, seeds.next());
   if (has_reject(record)) {
     set_verdict(record, "rejected", first_reject(record)["message"]);

@@ -192,6 +192,16 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
       row["message"] = record.value("message", "");
       row["findings"] = record["findings"];
       match = got == expected;
+      // `audit`: the runtime-audit rule (docs/POLICY.md) that must be the one rejecting it.
+      if (e.contains("audit") && got == "rejected") {
+        bool by_rule = false;
+        for (const auto& f : record["findings"])
+          by_rule = by_rule || (f.value("rule", "") == e.value("audit", "") && f.value("severity", "") == "reject");
+        if (!by_rule) {
+          match = false;
+          row["audit_rule_missing"] = e["audit"];
+        }
+      }
       if (e.contains("fails_only") && got == "wrong_output") {
         std::set<std::string> want, failed;
         for (const auto& d : e["fails_only"]) want.insert(d.get<std::string>());

@@ -19,7 +19,8 @@ nlohmann::json Protocol::to_json() const {
                       {"construction_seed", construction_seed},
                       {"input_draw", input_draw},
                       {"policy", policy_name(policy)},
-                      {"timing", timing.to_json()}};
+                      {"timing", timing.to_json()},
+                      {"runtime_audit", "kbv-audit-1"}};  // docs/POLICY.md, "Runtime audits"
   if (name == "kernelbench")
     j["seed_policy"] = "kernelbench (trial seeds drawn from seed 42)";
   else

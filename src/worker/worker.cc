@@ -28,6 +28,7 @@
 #include "proto/channel.h"
 #include "worker/timing.h"
 #include "worker/memory.h"
+#include "worker/audit.h"
 #include "worker/transfer.h"
 
 namespace py = pybind11;
@@ -198,6 +199,7 @@ struct Worker {
   std::vector<at::Tensor> ref_inputs_after;  // the reference's inputs after its own call
   std::vector<at::Tensor> shared_inputs;     // what the candidate sees (views on shared buffers)
   std::vector<int> shared_input_positions;   // argument index of each shared input
+  CandidateAudit audit;                      // candidate only: the runtime audits (worker/audit.h)
 
   // One forward call of the loaded model, without autograd, until the device is idle. A Python
   // exception becomes a WorkerError of `kind`.
@@ -398,7 +400,8 @@ _ext.load_inline = _guarded
     if (!outputs.plain) throw WorkerError{"problem_error", "the reference " + outputs.reason, ""};
     for (auto& t : outputs.tensors) expected.push_back(t.detach());
     return json{{"ok", true}, {"args", wire}, {"reference_seconds", ref_seconds},
-                {"outputs", expected.size()}};
+                {"outputs", expected.size()},
+                {"output_aliases", storage_overlaps(expected, ref_inputs_after, shared_input_positions)}};
   }
 
   json check(const json& request) {
@@ -986,6 +989,26 @@ _ext.load_inline = _guarded
     release_cached_memory(device);
     result["ok"] = true;
     return result;
+  // Runtime audits after the trials passed (worker/audit.h): phase "first" on draw A, then
+  // "second" on draw B, whose outputs are exported for the reference to check.
+  json audit_call(const json& request) {
+    release();
+    std::vector<py::object> args;
+    for (const auto& a : request.at("args")) args.push_back(from_wire(a, transfers, device));
+    ForwardFn call = [&](const std::vector<py::object>& call_args) {
+      double seconds = 0;
+      py::object out = forward(call_args, "runtime_error", "ModelNew.forward raised during the runtime audit", seconds);
+      Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
+      if (!o.plain) throw WorkerError{"rejected", o.reason, ""};
+      return o.tensors;
+    };
+    if (request.value("phase", "") == "first") return audit.first(args, call, device);
+    Tolerance tol;
+    tol.atol = request.value("atol", 1e-3);
+    tol.rtol = request.value("rtol", 1e-3);
+    tol.rel_l2 = request.value("rel_l2", 1e-3);
+    tol.use_rel_l2 = request.value("use_rel_l2", true);
+    return audit.second(args, call, device, tol, transfers);
   }
 
   json dispatch(const json& request) {
@@ -1010,6 +1033,7 @@ _ext.load_inline = _guarded
       if (op == "run") return run(request);
       if (op == "time") return time_candidate(request);
       if (op == "time_release") return release_timing();
+      if (op == "audit") return audit_call(request);
       if (op == "release") return release();
     } else if (role == "build") {
       if (op == "build") return build(request);

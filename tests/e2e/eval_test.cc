@@ -63,6 +63,7 @@ fs::path temp_dir(const std::string& name) {
 struct Entry {
   std::string problem, solution, device, expected, pending, policy;
   std::vector<std::string> fails_only;
+  std::string audit;  // the runtime-audit rule that must reject it (docs/POLICY.md)
   std::string name;
 };
 
@@ -79,6 +80,7 @@ std::vector<Entry> manifest() {
             e.value("pending", ""), e.value("policy", "strict"), {}, ""};
     if (e.contains("fails_only") && e["fails_only"].is_array())
       for (const auto& d : e["fails_only"]) x.fails_only.push_back(d);
+    x.audit = e.value("audit", "");
     std::string n = x.device + "_" + fs::path(x.solution).parent_path().filename().string() + "_" +
                     fs::path(x.solution).stem().string() + (x.policy == "strict" ? "" : "_" + x.policy);
     for (char& c : n)
@@ -139,6 +141,19 @@ TEST_P(Corpus, VerdictAsExpected) {
     for (const auto& d : o.record["distributions"])
       if (!d["passed"].get<bool>()) failed.insert(d["distribution"]);
     EXPECT_EQ(failed, expected) << o.record["distributions"].dump();
+  }
+  if (!e.audit.empty()) {
+    bool by_rule = false;
+    for (const auto& f : o.record["findings"])
+      by_rule = by_rule || (f.value("rule", "") == e.audit && f.value("severity", "") == "reject");
+    EXPECT_TRUE(by_rule) << e.solution << " must be rejected by the runtime audit " << e.audit << ": "
+                         << o.record["findings"].dump(2);
+  }
+  if (e.expected == "correct" && e.device == "cpu") {
+    // Every correct CPU record carries the runtime audit's attribution, with own code in it.
+    ASSERT_TRUE(o.record.contains("compute")) << o.record.dump(2);
+    EXPECT_EQ(o.record["compute"]["method"], "cpu-sampling") << o.record["compute"].dump(2);
+    EXPECT_GT(o.record["compute"]["own_share"].get<double>(), 0.0) << o.record["compute"].dump(2);
   }
 }
 

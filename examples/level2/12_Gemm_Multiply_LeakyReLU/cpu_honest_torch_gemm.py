@@ -1,0 +1,48 @@
+# Honest CPU solution that mixes the other way round from cpu_honest_mixed: PyTorch's F.linear does
+# the GEMM (most of the time), and a C++ loop fuses the multiplier and the LeakyReLU over its
+# output. KernelBench allows mixing; kbv's runtime audit must see the small own part and not
+# reject it (no_custom_compute is for a candidate whose own code does none of the work).
+# Expected verdict: correct.
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.cpp_extension import load_inline
+
+cpp_source = r"""
+#include <torch/extension.h>
+
+torch::Tensor scale_leaky_relu_cpu(torch::Tensor y, double multiplier, double negative_slope) {
+    TORCH_CHECK(y.scalar_type() == torch::kFloat32, "float32 only");
+    auto yc = y.contiguous();
+    auto out = torch::empty_like(yc);
+    const float* in = yc.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    const float m = static_cast<float>(multiplier), s = static_cast<float>(negative_slope);
+    const int64_t n = yc.numel();
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = in[i] * m;
+        o[i] = v >= 0.0f ? v : v * s;
+    }
+    return out;
+}
+"""
+
+ext = load_inline(
+    name="kbv_ex_l2_12_gemm_mul_lrelu_cpu_honest_torch_gemm",
+    cpp_sources=cpp_source,
+    functions=["scale_leaky_relu_cpu"],
+    extra_cflags=["-O3"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features, multiplier, negative_slope):
+        super(ModelNew, self).__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.multiplier = multiplier
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        y = F.linear(x, self.gemm.weight, self.gemm.bias)
+        return ext.scale_leaky_relu_cpu(y, self.multiplier, self.negative_slope)

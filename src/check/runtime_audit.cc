@@ -1,0 +1,260 @@
+#include "check/runtime_audit.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace kbv {
+using nlohmann::json;
+
+namespace {
+
+std::string demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
+                                           std::free);
+  return status == 0 && d ? std::string(d.get()) : name;
+}
+
+bool library_scope(std::string_view qualified) {
+  for (std::string_view p : {"pybind11::", "at::", "c10::", "torch::", "std::", "__gnu_cxx::", "caffe2::",
+                             "Py", "_Py", "_GLOBAL__sub_I_"})
+    if (qualified.substr(0, p.size()) == p) return true;
+  return false;
+}
+
+// The qualified name ending right before position `end` (exclusive) of `d`: identifiers, `::`
+// and balanced template argument lists, walking backwards.
+std::string owner_before(const std::string& d, size_t end) {
+  size_t i = end;
+  while (i > 0) {
+    char c = d[i - 1];
+    if (c == '>') {
+      int depth = 0;
+      while (i > 0) {
+        char x = d[i - 1];
+        if (x == '>') ++depth;
+        if (x == '<') --depth;
+        --i;
+        if (depth == 0) break;
+      }
+      continue;
+    }
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':' || c == '~') {
+      --i;
+      continue;
+    }
+    break;
+  }
+  return d.substr(i, end - i);
+}
+
+// The function's own qualified name: what precedes its parameter list, without a return type.
+std::string function_name(const std::string& d) {
+  int depth = 0;
+  size_t last_space = std::string::npos;
+  for (size_t i = 0; i < d.size(); ++i) {
+    char c = d[i];
+    if (c == '<') ++depth;
+    if (c == '>') --depth;
+    if (depth == 0 && c == ' ') last_space = i;
+    if (depth == 0 && c == '(') {
+      size_t start = last_space == std::string::npos ? 0 : last_space + 1;
+      return d.substr(start, i - start);
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+bool is_glue_symbol(const std::string& name) {
+  if (name == "(PLT or padding)") return true;  // the worker's name for an address between functions
+  std::string d = demangle(name);
+  if (!library_scope(function_name(d))) return false;
+  // A local entity (lambda, local struct) of a function outside the library namespaces shows
+  // as "owner(args)::..." anywhere in the name: that is the candidate's code instantiated
+  // inside a library template (at::parallel_for's body, std::thread's callable).
+  for (size_t pos = d.find(")::"); pos != std::string::npos; pos = d.find(")::", pos + 3)) {
+    int depth = 0;
+    size_t open = pos;
+    for (size_t i = pos + 1; i-- > 0;) {
+      if (d[i] == ')') ++depth;
+      if (d[i] == '(') --depth;
+      if (depth == 0) {
+        open = i;
+        break;
+      }
+    }
+    std::string owner = owner_before(d, open);
+    if (!owner.empty() && !library_scope(owner)) return false;
+  }
+  return true;
+}
+
+json cpu_compute(const json& observation) {
+  if (!observation.is_object() || observation.value("method", "") != "cpu-sampling") {
+    json j = {{"method", "not_measured"},
+              {"reason", observation.is_object() ? observation.value("reason", "no observation")
+                                                 : std::string("no observation")}};
+    return j;
+  }
+  int calls = std::max(1, observation.value("calls", 1));
+  double cpu_ms = observation.value("cpu_ms", 0.0);
+  std::map<std::string, int64_t> own, library;
+  int64_t total = 0, own_total = 0;
+  for (const auto& s : observation.value("samples", json::array())) {
+    int64_t n = s.value("count", int64_t{0});
+    if (n <= 0) continue;
+    total += n;
+    std::string object = s.value("object", "?");
+    std::string base = object.substr(object.find_last_of('/') == std::string::npos ? 0 : object.find_last_of('/') + 1);
+    if (s.value("own_object", false)) {
+      std::string symbol = s.value("symbol", "");
+      if (!symbol.empty() && is_glue_symbol(symbol)) {
+        library[base + " (extension glue: pybind11, inlined ATen/c10/std)"] += n;
+      } else {
+        std::string shown = symbol.empty() ? base + " (no symbol)" : demangle(symbol);
+        if (shown.size() > 160) shown = shown.substr(0, 157) + "...";
+        own[shown] += n;
+        own_total += n;
+      }
+    } else {
+      library[base.empty() ? std::string("(anonymous mapping)") : base] += n;
+    }
+  }
+  auto top = [&](const std::map<std::string, int64_t>& m) {
+    std::vector<std::pair<std::string, int64_t>> v(m.begin(), m.end());
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    json out = json::array();
+    for (size_t i = 0; i < v.size() && i < 20; ++i)
+      out.push_back({{"name", v[i].first},
+                     {"calls", nullptr},
+                     {"samples", v[i].second},
+                     {"ms", total > 0 ? cpu_ms / calls * static_cast<double>(v[i].second) / static_cast<double>(total)
+                                      : 0.0}});
+    return out;
+  };
+  json j = {{"method", "cpu-sampling"},
+            {"own_share", total > 0 ? static_cast<double>(own_total) / static_cast<double>(total) : 0.0},
+            {"own", top(own)},
+            {"library", top(library)},
+            {"samples", total},
+            {"calls", calls},
+            {"cpu_ms_per_call", cpu_ms / calls},
+            {"period_ms", observation.value("period_ms", 0.0)}};
+  return j;
+}
+
+json runtime_findings(const json& audit, const json& reference_aliases, const json& stale_check,
+                      const json& compute) {
+  json findings = json::array();
+  auto add = [&](const std::string& rule, const std::string& severity, const std::string& message,
+                 const std::string& evidence, const char* cheat) {
+    findings.push_back({{"rule", rule},
+                        {"severity", severity},
+                        {"message", message},
+                        {"evidence", evidence},
+                        {"cheat", cheat ? json(cheat) : json(nullptr)}});
+  };
+
+  // T11: none of the audited CPU time was spent in the candidate's own compiled code.
+  if (compute.is_object() && compute.value("method", "") == "cpu-sampling") {
+    int64_t samples = compute.value("samples", int64_t{0});
+    double share = compute.value("own_share", 0.0);
+    if (samples >= kMinComputeSamples && share < kMinOwnShare) {
+      std::string where;
+      for (const auto& l : compute.value("library", json::array())) {
+        if (!where.empty()) where += ", ";
+        where += fmt::format("{} {:.0f}%", l.value("name", "?"),
+                             100.0 * static_cast<double>(l.value("samples", int64_t{0})) / static_cast<double>(samples));
+        if (where.size() > 200) break;
+      }
+      add("no_custom_compute", "reject",
+          fmt::format("{:.2f}% of the {} CPU samples of {} audited forward call(s) fell in the candidate's own "
+                      "compiled code (below {}%): the work was done by library code ({})",
+                      100.0 * share, samples, compute.value("calls", 0), 100.0 * kMinOwnShare, where),
+          "CPU sampling of the audited calls (compute.library)", "T11");
+    }
+  }
+
+  // T2: threads the call started that are still alive, and busy, after it returned.
+  std::vector<std::string> busy, idle;
+  for (const auto& t : audit.value("threads", json::array())) {
+    std::string desc = fmt::format("tid {} '{}' (state {} at return, {:.1f} ms CPU in the next {:.0f} ms{})",
+                                   t.value("tid", 0), t.value("name", ""), t.value("state", "?"),
+                                   t.value("cpu_ms_after", 0.0), t.value("window_ms", 0.0),
+                                   t.value("exited", false) ? ", then exited" : "");
+    bool running = t.value("cpu_ms_after", 0.0) >= 1.0 || t.value("state", "") == "R";
+    (running ? busy : idle).push_back(desc);
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
+    return s;
+  };
+  if (!busy.empty())
+    add("threads_alive", "reject",
+        fmt::format("{} thread(s) started by forward were still running after it returned: work finishing after "
+                    "return is not the call's work, and escapes its timing",
+                    busy.size()),
+        join(busy), "T2");
+  else if (!idle.empty())
+    add("threads_alive", "warn",
+        fmt::format("{} thread(s) started by forward are alive but idle after it returned (a pool the candidate "
+                    "keeps, it did no work after the return)",
+                    idle.size()),
+        join(idle), "T2");
+
+  // T3: an output sharing storage with an input, where the reference's output does not.
+  std::vector<std::string> aliased;
+  for (const auto& a : audit.value("aliases", json::array())) {
+    bool reference_too = false;
+    for (const auto& r : reference_aliases.is_array() ? reference_aliases : json::array())
+      if (r.value("output", -1) == a.value("output", -2) && r.value("input", -1) == a.value("input", -2))
+        reference_too = true;
+    if (!reference_too) aliased.push_back(fmt::format("output {} and input {}", a.value("output", 0), a.value("input", 0)));
+  }
+  if (!aliased.empty())
+    add("output_aliases_input", "reject",
+        fmt::format("the output shares storage with an input ({}) where the reference's does not: an output must "
+                    "be a tensor of its own",
+                    join(aliased)),
+        "data pointers of the audited call's outputs and inputs", "T3");
+
+  // T16: the same input values in fresh buffers, with poisoned free memory, give other outputs.
+  std::vector<std::string> differ;
+  for (const auto& d : audit.value("determinism", json::array()))
+    if (!d.value("passed", true))
+      differ.push_back(fmt::format("output {}: {}", d.value("output", 0), d.value("reason", "")));
+  if (audit.contains("determinism_note")) differ.push_back(audit["determinism_note"].get<std::string>());
+  if (!differ.empty())
+    add("nondeterministic", "reject",
+        "the same input values in fresh buffers (free memory and new torch allocations filled with NaN) gave different "
+        "outputs: the kernel reads memory it did not write, or races",
+        join(differ), "T16");
+
+  // T5: same storage, new values, and the output is not the new values' output.
+  if (stale_check.is_object() && !stale_check.value("passed", true)) {
+    std::string previous;
+    for (const auto& p : audit.value("same_as_previous", json::array()))
+      if (p.value("equal", false)) previous += fmt::format(" output {} is bitwise the previous call's.", p.value("output", 0));
+    add("stale_output", "reject",
+        fmt::format("after the input buffers were overwritten in place with a new draw (same pointers, same shapes), "
+                    "the output no longer matches the reference: {}.{}",
+                    stale_check.value("reason", ""), previous),
+        "same-storage call of the runtime audit", "T5");
+  }
+  return findings;
+}
+
+}  // namespace kbv

@@ -1,0 +1,49 @@
+// Runtime audits of a candidate (issue 4, runtime part): the decisions, in pure C++.
+// The candidate worker (src/worker/audit.*) only observes: what ran during the audited calls
+// (CPU samples by shared object and symbol), threads alive after return, outputs sharing storage
+// with inputs, a repeat on fresh poisoned buffers. These functions turn the observations into the
+// record's `compute` and `findings[]` (docs/POLICY.md, "Runtime audits"). No torch here.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kbv {
+
+// A symbol found inside the candidate's own extension .so that is not the candidate's code:
+// pybind11 argument glue, and ATen/c10/torch/std header code inlined into the extension
+// (at::Tensor wrappers, intrusive_ptr refcounts), unless a lambda or local entity of a
+// function outside those namespaces is part of its name (the candidate's parallel_for body).
+// `name` is mangled (Itanium) or plain; "(PLT or padding)" (an address between the functions of
+// an object that has a symbol table) is glue.
+bool is_glue_symbol(const std::string& name);
+
+// The record's `compute` (record-schema.md) from the worker's CPU observation:
+//   {"method": "cpu-sampling", "calls": N, "cpu_ms": total CPU ms of the N calls,
+//    "period_ms": sampling period, "samples": [{"object", "own_object", "symbol", "count"}]}
+// or {"method": "not_measured", "reason"}. Samples in the candidate's own objects whose symbol is
+// glue count as library ("extension glue"). ms are per call.
+nlohmann::json cpu_compute(const nlohmann::json& observation);
+
+// no_custom_compute (T11): fewer than kMinOwnShare of the audited calls' CPU samples in the
+// candidate's own code. Not 0: a wrapper that only forwards to ATen still executes a few
+// instructions of its own (argument checks, reference counts inlined into its body), which a
+// sampler hits now and then. 1% is far below any honest mix seen (an elementwise epilogue fused
+// after a library GEMM is a few % on the CPU suite sizes). Decided only from kMinComputeSamples
+// samples on (docs/POLICY.md).
+inline constexpr double kMinOwnShare = 0.01;
+inline constexpr int kMinComputeSamples = 50;
+
+// All runtime-audit findings for one candidate, in the record's findings[] form.
+//   audit:     the candidate worker's reply to its two audit calls, merged:
+//              {"threads": [...], "aliases": [...], "determinism": [...], "compute": {...}}
+//   reference_aliases: the reference's own output/input storage sharing on its draw
+//              ([{"output": i, "input": k}]), so that a problem whose Model returns a view of an
+//              input does not count against the candidate.
+//   stale_check: the reference's check of the outputs of the same-storage/new-values call
+//              ({"passed", "reason", ...}); null when it could not run.
+//   compute:   the record's `compute` (cpu_compute's result, or the GPU side's), may be null.
+nlohmann::json runtime_findings(const nlohmann::json& audit, const nlohmann::json& reference_aliases,
+                                const nlohmann::json& stale_check, const nlohmann::json& compute);
+
+}  // namespace kbv

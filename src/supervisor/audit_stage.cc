@@ -1,0 +1,118 @@
+#include "supervisor/audit_stage.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "check/runtime_audit.h"
+
+namespace kbv {
+using nlohmann::json;
+
+namespace {
+std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
+
+// The audit holds a few more copies of inputs and outputs than a trial: running out of device
+// memory there says nothing about the candidate.
+bool out_of_memory(const Reply& r) {
+  return r.status == Reply::Status::failed && r.body.value("message", "").find("out of memory") != std::string::npos;
+}
+}  // namespace
+
+AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const EvalOptions& options,
+                               const std::string& device, uint64_t seed_a, uint64_t seed_b) {
+  AuditOutcome out;
+  auto t0 = std::chrono::steady_clock::now();
+  const Protocol& p = options.protocol;
+  auto incomplete = [&](const std::string& what, const Reply& r) {
+    out.details["incomplete"] =
+        fmt::format("{}: {}", what, r.status == Reply::Status::failed ? r.body.value("message", "") : r.detail);
+    ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+    cand.call({{"op", "release"}}, ms(options.timeouts.call_s));
+    return out;
+  };
+  // Draw A from the protocol's last distribution (kbv: D4, x-1; kernelbench: D1), so that lanes a
+  // kernel skips on one sign are exercised by the repeat; draw B from the first (D1).
+  double scale_a = p.distributions.empty() ? 1.0 : p.distributions.back().scale;
+  double scale_b = p.distributions.empty() ? 1.0 : p.distributions.front().scale;
+  out.details["draws"] = {{"a_scale", scale_a}, {"b_scale", scale_b}};
+  Reply a = ref.call({{"op", "inputs"}, {"seed", seed_a}, {"scale", scale_a}, {"input_draw", p.input_draw}},
+                     ms(options.timeouts.reference_s));
+  if (a.status != Reply::Status::ok) return incomplete("the reference's audit draw failed", a);
+  json reference_aliases = a.body.value("output_aliases", json::array());
+  // The first phase makes several calls (sampling up to 5 s of wall time, threads watched 300 ms).
+  Reply first = cand.call({{"op", "audit"}, {"phase", "first"}, {"args", a.body["args"]}},
+                          ms(options.timeouts.call_s * 2 + 10));
+  ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+  if (out_of_memory(first)) return incomplete("the audit's calls ran out of memory", first);
+  if (first.status != Reply::Status::ok) {
+    out.candidate_failure = first;
+    out.failure_context = "runtime audit (calls on fresh copies of a new draw)";
+    return out;
+  }
+  // Draw B: A again on fresh poisoned buffers, then those buffers overwritten with B.
+  Reply b = ref.call({{"op", "inputs"}, {"seed", seed_b}, {"scale", scale_b}, {"input_draw", p.input_draw}},
+                     ms(options.timeouts.reference_s));
+  if (b.status != Reply::Status::ok) return incomplete("the reference's second audit draw failed", b);
+  Reply second = cand.call({{"op", "audit"},
+                            {"phase", "second"},
+                            {"args", b.body["args"]},
+                            {"atol", p.atol},
+                            {"rtol", p.rtol},
+                            {"rel_l2", p.rel_l2},
+                            {"use_rel_l2", p.use_rel_l2}},
+                           ms(options.timeouts.call_s * 2));
+  if (out_of_memory(second)) return incomplete("the audit's calls ran out of memory", second);
+  if (second.status != Reply::Status::ok) {
+    ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+    out.candidate_failure = second;
+    out.failure_context = "runtime audit (repeat on fresh buffers, then the same buffers with new values)";
+    return out;
+  }
+  json stale_check = nullptr;
+  if (second.body.contains("outputs") && second.body["outputs"].is_array()) {
+    Reply chk = ref.call({{"op", "check"},
+                          {"outputs", second.body["outputs"]},
+                          {"atol", p.atol},
+                          {"rtol", p.rtol},
+                          {"rel_l2", p.rel_l2},
+                          {"use_rel_l2", p.use_rel_l2}},
+                         ms(options.timeouts.reference_s));
+    if (chk.status != Reply::Status::ok) {
+      // A malformed handle is the candidate's; anything else leaves the audit incomplete.
+      if (chk.status == Reply::Status::failed && chk.body.value("kind", "") == "runtime_error") {
+        out.candidate_failure = chk;
+        out.failure_context = "runtime audit (checking the same-storage call)";
+        cand.call({{"op", "release"}}, ms(options.timeouts.call_s));
+        ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+        return out;
+      }
+      return incomplete("checking the same-storage call failed", chk);
+    }
+    stale_check = {{"passed", chk.body.value("passed", false)},
+                   {"reason", chk.body.value("reason", "")},
+                   {"comparisons", chk.body.value("comparisons", json::array())}};
+  }
+  cand.call({{"op", "release"}}, ms(options.timeouts.call_s));
+  ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+
+  json observed = first.body;
+  for (const char* k : {"determinism", "determinism_note", "same_as_previous", "stale_skipped"})
+    if (second.body.contains(k)) observed[k] = second.body[k];
+  json compute_obs = observed.value("compute", json::object());
+  if (compute_obs.value("method", "") == "cpu-sampling") out.compute = cpu_compute(compute_obs);
+  else if (device != "cuda") out.compute = cpu_compute(compute_obs);  // not_measured, with its reason
+  out.findings = runtime_findings(observed, reference_aliases, stale_check, out.compute);
+
+  out.details["threads"] = observed.value("threads", json::array());
+  out.details["aliases"] = observed.value("aliases", json::array());
+  out.details["reference_aliases"] = reference_aliases;
+  out.details["determinism"] = observed.value("determinism", json::array());
+  if (observed.contains("stale_skipped")) out.details["stale_skipped"] = observed["stale_skipped"];
+  if (stale_check.is_object()) out.details["same_storage_new_values"] = stale_check;
+  out.details["calls"] = compute_obs.value("calls", 1) + 2;
+  out.details["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace kbv

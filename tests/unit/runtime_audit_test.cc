@@ -1,0 +1,160 @@
+#include "check/runtime_audit.h"
+
+#include <gtest/gtest.h>
+
+namespace kbv {
+namespace {
+using nlohmann::json;
+
+TEST(GlueSymbol, PybindAndInlinedLibraryCodeIsGlue) {
+  // pybind11's dispatcher lambda for a bound `at::Tensor f(at::Tensor)`.
+  EXPECT_TRUE(is_glue_symbol(
+      "_ZZN8pybind1112cpp_function10initializeIZN5torch6detail26wrap_pybind_function_impl_IRFN2at6TensorES6_EJLm0EELb0E"
+      "EEDaOT_St16integer_sequenceImJXspT0_EEESt17integral_constantIbXT1_EEEUlS6_E_S6_JS6_EJNS_4nameENS_5scopeENS_7sib"
+      "lingEA18_cEEEvSA_PFT0_DpT1_EDpRKT2_ENUlRNS_6detail13function_callEE1_4_FUNESV_"));
+  EXPECT_TRUE(is_glue_symbol("_ZN8pybind1112cpp_function10dispatcherEP7_objectS2_S2_"));
+  EXPECT_TRUE(is_glue_symbol("PyTuple_GET_SIZE.part.0"));
+  EXPECT_TRUE(is_glue_symbol("(PLT or padding)"));
+  EXPECT_TRUE(is_glue_symbol("_ZN3c1013intrusive_ptrINS_10TensorImplENS_19UndefinedTensorImplEE6reset_Ev"));
+  EXPECT_TRUE(is_glue_symbol("_ZNK2at10TensorBase5numelEv"));
+  EXPECT_TRUE(is_glue_symbol("_ZN2at6matmulERKNS_6TensorES2_"));
+  EXPECT_TRUE(is_glue_symbol("PyInit_kbv_ex_relu"));
+  EXPECT_TRUE(is_glue_symbol("_ZNSt6vectorIlSaIlEE17_M_realloc_insertIJRKlEEEvN9__gnu_cxx17__normal_iteratorIPlS1_EEDpOT_"));
+}
+
+TEST(GlueSymbol, CandidateFunctionsAndTheirLambdasAreOwnCode) {
+  EXPECT_FALSE(is_glue_symbol("_Z8relu_cpuN2at6TensorE"));  // relu_cpu(at::Tensor)
+  EXPECT_FALSE(is_glue_symbol("relu_kernel"));              // extern "C"
+  EXPECT_FALSE(is_glue_symbol("_ZN12_GLOBAL__N_16kernelEPKfPfl"));  // (anonymous namespace)::kernel
+  // at::parallel_for instantiated on a lambda of the candidate's my_func: the loop is inlined
+  // into the library template, but it is the candidate's code.
+  EXPECT_FALSE(is_glue_symbol("_ZN2at12parallel_forIZ7my_funcNS_6TensorEEUlllE_EEvlllRKT_"));
+  // The lambda's own operator().
+  EXPECT_FALSE(is_glue_symbol("_ZZ7my_funcN2at6TensorEENKUlllE_clEll"));
+  // std::thread running a candidate lambda.
+  EXPECT_FALSE(is_glue_symbol(
+      "_ZNSt6thread11_State_implINS_8_InvokerISt5tupleIJZ6workerN2at6TensorEEUlvE_EEEEE6_M_runEv"));
+}
+
+json sampling(json samples, double cpu_ms = 300, int calls = 3) {
+  return {{"method", "cpu-sampling"}, {"calls", calls}, {"cpu_ms", cpu_ms}, {"period_ms", 1.0}, {"samples", samples}};
+}
+
+TEST(CpuCompute, SharesSplitOwnCodeGlueAndLibraries) {
+  json c = cpu_compute(sampling(json::array({
+      {{"object", "/cache/ext/relu/relu.so"}, {"own_object", true}, {"symbol", "_Z8relu_cpuN2at6TensorE"}, {"count", 60}},
+      {{"object", "/cache/ext/relu/relu.so"}, {"own_object", true}, {"symbol", "_ZNK2at10TensorBase5numelEv"}, {"count", 10}},
+      {{"object", "/venv/torch/lib/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", 30}},
+  })));
+  EXPECT_EQ(c["method"], "cpu-sampling");
+  EXPECT_DOUBLE_EQ(c["own_share"].get<double>(), 0.6);
+  EXPECT_EQ(c["samples"], 100);
+  ASSERT_EQ(c["own"].size(), 1u);
+  EXPECT_EQ(c["own"][0]["name"], "relu_cpu(at::Tensor)");
+  EXPECT_DOUBLE_EQ(c["own"][0]["ms"].get<double>(), 60.0);  // 300 ms / 3 calls * 0.6
+  ASSERT_EQ(c["library"].size(), 2u);
+  EXPECT_EQ(c["library"][0]["name"], "libtorch_cpu.so");
+  EXPECT_NE(c["library"][1]["name"].get<std::string>().find("extension glue"), std::string::npos);
+}
+
+TEST(CpuCompute, NotMeasuredKeepsTheReason) {
+  json c = cpu_compute({{"method", "not_measured"}, {"reason", "no sampler"}});
+  EXPECT_EQ(c["method"], "not_measured");
+  EXPECT_EQ(c["reason"], "no sampler");
+  EXPECT_EQ(cpu_compute(nullptr)["method"], "not_measured");
+}
+
+json findings_rules(const json& findings) {
+  json rules = json::array();
+  for (const auto& f : findings) rules.push_back(f["rule"].get<std::string>() + ":" + f["severity"].get<std::string>());
+  return rules;
+}
+
+TEST(RuntimeFindings, CleanAuditHasNone) {
+  json audit = {{"threads", json::array()},
+                {"aliases", json::array()},
+                {"determinism", json::array({{{"output", 0}, {"passed", true}}})}};
+  json compute = cpu_compute(sampling(json::array(
+      {{{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_Z1fv"}, {"count", 80}}})));
+  EXPECT_TRUE(runtime_findings(audit, json::array(), {{"passed", true}}, compute).empty());
+}
+
+TEST(RuntimeFindings, NoOwnSamplesRejectsT11) {
+  json compute = cpu_compute(sampling(json::array({
+      {{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_ZN2at6matmulERKNS_6TensorES2_"}, {"count", 2}},
+      {{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", 198}},
+  })));
+  json f = runtime_findings(json::object(), json::array(), nullptr, compute);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["rule"], "no_custom_compute");
+  EXPECT_EQ(f[0]["severity"], "reject");
+  EXPECT_EQ(f[0]["cheat"], "T11");
+  EXPECT_NE(f[0]["message"].get<std::string>().find("libtorch_cpu.so 99%"), std::string::npos) << f[0]["message"];
+}
+
+TEST(RuntimeFindings, AFewOwnSamplesBelowTheFloorStillReject) {
+  json compute = cpu_compute(sampling(json::array({
+      {{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_Z7wrapperN2at6TensorES0_"}, {"count", 1}},
+      {{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", 299}},
+  })));
+  EXPECT_EQ(findings_rules(runtime_findings(json::object(), json::array(), nullptr, compute))[0],
+            "no_custom_compute:reject");
+  json small_honest = cpu_compute(sampling(json::array({
+      {{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_Z8epiloguev"}, {"count", 6}},
+      {{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", 294}},
+  })));
+  EXPECT_TRUE(runtime_findings(json::object(), json::array(), nullptr, small_honest).empty());
+}
+
+TEST(RuntimeFindings, TooFewSamplesDecideNothing) {
+  json compute = cpu_compute(sampling(json::array(
+      {{{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", kMinComputeSamples - 1}}})));
+  EXPECT_TRUE(runtime_findings(json::object(), json::array(), nullptr, compute).empty());
+}
+
+TEST(RuntimeFindings, BusyThreadRejectsIdleThreadWarns) {
+  json busy = {{"threads", json::array({{{"tid", 7}, {"name", "python"}, {"state", "S"}, {"cpu_ms_after", 40.0},
+                                         {"exited", true}, {"window_ms", 300.0}}})}};
+  json f = runtime_findings(busy, json::array(), nullptr, nullptr);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(findings_rules(f)[0], "threads_alive:reject");
+  EXPECT_EQ(f[0]["cheat"], "T2");
+  json running = {{"threads", json::array({{{"tid", 8}, {"state", "R"}, {"cpu_ms_after", 0.0}}})}};
+  EXPECT_EQ(findings_rules(runtime_findings(running, json::array(), nullptr, nullptr))[0], "threads_alive:reject");
+  json idle = {{"threads", json::array({{{"tid", 9}, {"state", "S"}, {"cpu_ms_after", 0.2}}})}};
+  EXPECT_EQ(findings_rules(runtime_findings(idle, json::array(), nullptr, nullptr))[0], "threads_alive:warn");
+}
+
+TEST(RuntimeFindings, AliasingRejectedUnlessTheReferenceAliasesToo) {
+  json audit = {{"aliases", json::array({{{"output", 0}, {"input", 1}}})}};
+  json f = runtime_findings(audit, json::array(), nullptr, nullptr);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(findings_rules(f)[0], "output_aliases_input:reject");
+  EXPECT_EQ(f[0]["cheat"], "T3");
+  EXPECT_TRUE(runtime_findings(audit, json::array({{{"output", 0}, {"input", 1}}}), nullptr, nullptr).empty());
+  EXPECT_EQ(runtime_findings(audit, json::array({{{"output", 0}, {"input", 0}}}), nullptr, nullptr).size(), 1u);
+}
+
+TEST(RuntimeFindings, DifferentRepeatRejectsT16) {
+  json audit = {{"determinism", json::array({{{"output", 0}, {"passed", false}, {"reason", "NaN at [3]"}}})}};
+  json f = runtime_findings(audit, json::array(), nullptr, nullptr);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(findings_rules(f)[0], "nondeterministic:reject");
+  EXPECT_EQ(f[0]["cheat"], "T16");
+  EXPECT_NE(f[0]["evidence"].get<std::string>().find("NaN at [3]"), std::string::npos);
+  json count = {{"determinism_note", "the repeat returned 2 output(s), the first call 1"}};
+  EXPECT_EQ(findings_rules(runtime_findings(count, json::array(), nullptr, nullptr))[0], "nondeterministic:reject");
+}
+
+TEST(RuntimeFindings, SameStorageOldOutputRejectsT5) {
+  json audit = {{"same_as_previous", json::array({{{"output", 0}, {"equal", true}}})}};
+  json f = runtime_findings(audit, json::array(), {{"passed", false}, {"reason", "max abs error 0.9"}}, nullptr);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(findings_rules(f)[0], "stale_output:reject");
+  EXPECT_EQ(f[0]["cheat"], "T5");
+  EXPECT_NE(f[0]["message"].get<std::string>().find("bitwise the previous call's"), std::string::npos);
+  EXPECT_TRUE(runtime_findings(audit, json::array(), {{"passed", true}}, nullptr).empty());
+}
+
+}  // namespace
+}  // namespace kbv
