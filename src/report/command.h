@@ -15,6 +15,7 @@ struct LoadedRun {
   std::string name;
   std::filesystem::path dir;
   std::string protocol;
+  std::string precision = "fp32";  // fp32 | bf16 | fp16: each precision is a run of its own (docs/PRECISION.md)
   std::vector<nlohmann::json> records;
   std::vector<std::string> notes;
 };
