@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "problem/problem.h"
+#include "supervisor/precision.h"
 #include "util/interrupt.h"
 
 namespace kbv {
@@ -126,9 +127,10 @@ std::vector<ProblemFinding> problem_findings(const std::string& path, const std:
                                     numel)});
       if (o.contains("fp64") && !o["fp64"].value("passed", true))
         seen.push_back({"ill_conditioned", "finding", i, d.distribution.name,
-                        "the float32 reference fails the tolerance against the same model run in float64, so a "
-                        "kernel more exact than the reference can fail (rounding noise, cancellation, or memory "
-                        "the reference never wrote)",
+                        "the " + precision_dtype(r.value("precision", "fp32")) +
+                            " reference fails the tolerance against the same model run in float64, so a "
+                            "kernel more exact than the reference can fail (rounding noise, cancellation, or memory "
+                            "the reference never wrote)",
                         o["fp64"].value("reason", comparison_numbers(o["fp64"]))});
       if (o.contains("repeat")) {
         const json& rep = o["repeat"];
