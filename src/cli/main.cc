@@ -318,6 +318,9 @@ int main(int argc, char** argv) {
   report->add_option("--baseline-file", report_opts.baseline_files,
                      "[tf32=|fp32=|compile=]FILE: KernelBench baseline times for imported runs");
   report->add_option("--level", report_opts.level, "level of a plain eval_results.json");
+  report->add_option("--precision", report_opts.precision,
+                     "only the runs of this precision (default: every precision, side by side: docs/PRECISION.md)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
 
   auto* import = app.add_subcommand("import", "store a KernelBench(-Verified) run's eval_results.json as kbv records");
   kbv::ImportOptions import_opts;

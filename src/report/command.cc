@@ -205,6 +205,7 @@ int report_command(const ReportOptions& options) {
       return 2;
     }
     for (auto& run : loaded) {
+      if (!options.precision.empty() && run.precision != options.precision) continue;
       if (run.protocol == kImportProtocol)
         for (const auto& b : baselines) {
           int timed = 0;
@@ -226,6 +227,11 @@ int report_command(const ReportOptions& options) {
     }
   }
 
+  if (input.runs.empty() && !options.precision.empty()) {
+    std::fprintf(stderr, "kbv report: no results of precision %s in the given run folder(s) (evaluate with "
+                 "`kbv eval --run DIR --precision %s`)\n", options.precision.c_str(), options.precision.c_str());
+    return 2;
+  }
   std::string text;
   if (format == "md")
     text = render_markdown(input);

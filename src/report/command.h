@@ -34,6 +34,7 @@ struct ReportOptions {
   std::optional<std::filesystem::path> problems_dir;
   std::vector<std::string> baseline_files;  // [NAME=]PATH, applied to imported runs
   std::optional<int> level;                 // for a plain eval_results.json
+  std::string precision;                    // fp32 | bf16 | fp16: only runs of that precision; empty: all
 };
 // Returns the process exit code (0: written; 2: unusable input).
 int report_command(const ReportOptions& options);

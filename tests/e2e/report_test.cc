@@ -294,6 +294,15 @@ TEST(ReportE2E, Fp32AndBf16OfOneRunSideBySide) {
   EXPECT_NE(text.find("## Precisions side by side"), std::string::npos) << text.substr(0, 3000);
   EXPECT_NE(text.find("correct (bf16)"), std::string::npos);
   EXPECT_NE(text.find("[kbv bf16]"), std::string::npos);
+  // --precision keeps one precision; one that is not there is an error that says so.
+  Outcome only = kbv_cmd({"report", dir.string(), "--precision", "bf16", "--out", (dir / "b.json").string()});
+  ASSERT_EQ(only.code, 0) << only.output;
+  json b = json::parse(kbv::read_file(dir / "b.json").text);
+  ASSERT_EQ(b["runs"].size(), 1u);
+  EXPECT_EQ(b["runs"][0]["precision"], "bf16");
+  Outcome none = kbv_cmd({"report", dir.string(), "--precision", "fp16"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.output.find("no results of precision fp16"), std::string::npos) << none.output;
 }
 
 }  // namespace
