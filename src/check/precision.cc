@@ -15,8 +15,23 @@ at::Tensor cast_floating(const at::Tensor& t, at::ScalarType dtype) {
   return t.to(dtype);
 }
 
+namespace {
+
+// Python's names, as tensor handles and records spell dtypes elsewhere.
+std::string python_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "float32";
+    case at::kBFloat16: return "bfloat16";
+    case at::kHalf: return "float16";
+    case at::kDouble: return "float64";
+    default: return c10::toString(t);
+  }
+}
+
+}  // namespace
+
 json reference_error(const at::Tensor& reduced, const at::Tensor& fp32, const Tolerance& tol) {
-  json j = {{"dtype", c10::toString(reduced.scalar_type())}, {"numel", reduced.numel()}};
+  json j = {{"dtype", python_dtype(reduced.scalar_type())}, {"numel", reduced.numel()}};
   if (reduced.sizes() != fp32.sizes()) {
     j["note"] = "the fp32 model returns another shape: " + shape_string(fp32.sizes());
     return j;

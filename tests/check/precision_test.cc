@@ -31,7 +31,7 @@ TEST(PrecisionTolerance, Bf16MatmulPassesAt1e2NotAt1e3) {
   at::Tensor fp32 = at::matmul(a.to(at::kFloat), b.to(at::kFloat));
   Tolerance bf16_tol{1e-2, 1e-2, 1e-2, true}, fp32_tol{1e-3, 1e-3, 1e-3, true};
   nlohmann::json e = reference_error(reduced, fp32, bf16_tol);
-  EXPECT_EQ(e["dtype"], "BFloat16");
+  EXPECT_EQ(e["dtype"], "bfloat16");
   EXPECT_GT(e["max_abs_error"].get<double>(), 0.0);
   EXPECT_LT(e["rel_l2_error"].get<double>(), 1e-2) << e.dump();
   EXPECT_GT(e["tolerance_used"].get<double>(), 0.0);

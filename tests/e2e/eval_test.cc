@@ -66,7 +66,9 @@ struct Entry {
   std::string name;
 };
 
-void PrintTo(const Entry& e, std::ostream* os) { *os << e.solution << " on " << e.device << " (" << e.policy << ")"; }
+void PrintTo(const Entry& e, std::ostream* os) {
+  *os << e.solution << " on " << e.device << " (" << e.policy << ", " << e.precision << ")";
+}
 
 std::vector<Entry> manifest() {
   std::vector<Entry> entries;
@@ -426,7 +428,7 @@ TEST(Precision, Bf16CandidateIsJudgedInBf16WithTheReferenceError) {
   EXPECT_EQ(o.record["protocol"]["rel_l2"], 1e-2);
   ASSERT_TRUE(o.record.contains("reference_error")) << o.record.dump(2);
   const json& e = o.record["reference_error"][0];
-  EXPECT_EQ(e["dtype"], "BFloat16");
+  EXPECT_EQ(e["dtype"], "bfloat16");
   // A bf16 GEMM of 64-long dot products differs from fp32 by bf16 rounding: within the tolerance, not zero.
   EXPECT_GT(e["max_abs_error"].get<double>(), 0.0) << e.dump();
   EXPECT_LE(e["tolerance_used"].get<double>(), 1.0) << e.dump();
