@@ -58,7 +58,7 @@ std::unique_ptr<GenerateCommand> add_generate_command(CLI::App& app) {
       ->check(CLI::IsMember({"zero_shot", "one_shot", "few_shot"}));
   g->add_option("--precision", o->prompt.precision, "precision note in the prompt")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   g->add_option("--hardware", o->prompt.hardware, "add a hardware block for this GPU (a key of hardware.json: H200, ...)");
   g->add_flag("--input-blind", o->prompt.input_blind_all,
               "send every problem without get_inputs and size constants (else only those with KBV_INPUT_BLIND = True)");

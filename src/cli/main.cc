@@ -12,6 +12,7 @@
 #include "problem/problem.h"
 #include "report/command.h"
 #include "supervisor/baseline_command.h"
+#include "supervisor/precision.h"
 #include "supervisor/problem_lint.h"
 #include "supervisor/run.h"
 #include "supervisor/selftest.h"
@@ -37,6 +38,7 @@ struct CommonFlags {
   std::string python;
   std::string protocol = "kbv";
   std::string policy = "strict";
+  std::string precision = "fp32";
   int trials = -1;
   double tolerance = -1;
   std::optional<uint64_t> seed;
@@ -74,8 +76,14 @@ struct CommonFlags {
                     "lenient (findings are warnings, as upstream: docs/POLICY.md)")
         ->check(CLI::IsMember({"strict", "lenient"}))
         ->capture_default_str();
+    app->add_option("--precision", precision,
+                    "fp32, bf16 or fp16: the model and floating inputs cast to it, tolerance 1e-3 (fp32) or 1e-2 "
+                    "(docs/PRECISION.md)")
+        ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+        ->capture_default_str();
     app->add_option("--trials", trials, "correctness trials (each over every distribution)")->check(CLI::PositiveNumber);
-    app->add_option("--tolerance", tolerance, "atol = rtol = relative-L2 tolerance")->check(CLI::PositiveNumber);
+    app->add_option("--tolerance", tolerance, "atol = rtol = relative-L2 tolerance (default: the precision's)")
+        ->check(CLI::PositiveNumber);
     app->add_option("--seed", seed, "fixed master seed (default: secret seeds from the OS)");
     app->add_option("--python", python, "Python with torch 2.11 for the workers (default: KBV_PYTHON or the build's)");
     app->add_option("--cache-dir", cache_dir, "build cache and worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");
@@ -89,6 +97,7 @@ struct CommonFlags {
     kbv::EvalOptions o;
     o.protocol = protocol == "kernelbench" ? kbv::kernelbench_protocol() : kbv::Protocol{};
     if (trials > 0) o.protocol.trials = trials;
+    kbv::set_precision(o.protocol, precision);
     if (tolerance > 0) o.protocol.atol = o.protocol.rtol = o.protocol.rel_l2 = tolerance;
     o.protocol.seed = seed;
     o.protocol.policy = *kbv::parse_policy(policy);
@@ -338,6 +347,9 @@ int main(int argc, char** argv) {
   report->add_option("--baseline-file", report_opts.baseline_files,
                      "[tf32=|fp32=|compile=]FILE: KernelBench baseline times for imported runs");
   report->add_option("--level", report_opts.level, "level of a plain eval_results.json");
+  report->add_option("--precision", report_opts.precision,
+                     "only the runs of this precision (default: every precision, side by side: docs/PRECISION.md)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
 
   auto* import = app.add_subcommand("import", "store a KernelBench(-Verified) run's eval_results.json as kbv records");
   kbv::ImportOptions import_opts;
@@ -381,6 +393,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cuda", "cpu"}));
   lint_problems->add_option("--protocol", lp_flags.protocol, "kbv or kernelbench: its tolerance and distributions")
       ->check(CLI::IsMember({"kbv", "kernelbench"}));
+  lint_problems->add_option("--precision", lp_flags.precision,
+                            "fp32, bf16 or fp16: lint the reference in that precision (fp16 flags overflow)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
   lint_problems->add_option("--tolerance", lp_flags.tolerance, "atol = rtol = relative-L2 tolerance")->check(CLI::PositiveNumber);
   lint_problems->add_option("--python", lp_flags.python, "Python with torch 2.11");
   lint_problems->add_option("--cache-dir", lp_flags.cache_dir, "worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");

@@ -402,8 +402,8 @@ std::optional<PromptTemplates> load_prompt_templates(const PromptOptions& option
     error = "unknown prompt variant '" + options.variant + "' (zero_shot, one_shot or few_shot)";
     return std::nullopt;
   }
-  if (options.precision != "fp32" && options.precision != "bf16") {
-    error = "unknown precision '" + options.precision + "' (fp32 or bf16)";
+  if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16") {
+    error = "unknown precision '" + options.precision + "' (fp32, bf16 or fp16)";
     return std::nullopt;
   }
   auto read = [&](const std::string& name) -> bool {

@@ -13,7 +13,7 @@ namespace kbv {
 struct PromptOptions {
   std::filesystem::path dir;            // the template folder
   std::string variant = "one_shot";     // zero_shot | one_shot | few_shot
-  std::string precision = "fp32";       // fp32 | bf16
+  std::string precision = "fp32";       // fp32 | bf16 | fp16 (kbv eval --precision, docs/PRECISION.md)
   std::string hardware;                 // a key of hardware.json, empty: no hardware block
   bool input_blind_all = false;         // every problem input-blind, marked or not
 };

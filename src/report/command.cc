@@ -16,6 +16,7 @@
 #include "report/summary.h"
 #include "report/upstream.h"
 #include "store/store.h"
+#include "supervisor/precision.h"
 #include "util/fs.h"
 #include "util/hash.h"
 
@@ -104,10 +105,14 @@ std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, s
       return {};
     }
     // Rows come newest first per sample: the first one seen for a sample is its latest.
+    // One run per protocol and precision: "kbv" (fp32), "kbv bf16", ...
     std::map<std::string, std::map<std::tuple<int, int, int>, json>> latest;
     std::map<std::string, std::set<std::string>> hashes;
+    std::map<std::string, std::pair<std::string, std::string>> parts;  // key -> (protocol, precision)
     for (auto& row : rows) {
-      std::string p = protocol_name(row.record);
+      std::string precision = record_precision(row.record);
+      std::string p = protocol_name(row.record) + (precision == "fp32" ? "" : " " + precision);
+      parts[p] = {protocol_name(row.record), precision};
       hashes[p].insert(row.key.protocol_hash);
       latest[p].try_emplace({row.key.level, row.key.problem_id, row.key.sample_id}, std::move(row.record));
     }
@@ -116,7 +121,8 @@ std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, s
       LoadedRun run;
       run.name = latest.size() > 1 ? fmt::format("{} [{}]", name, protocol) : name;
       run.dir = dir;
-      run.protocol = protocol;
+      run.protocol = parts[protocol].first;
+      run.precision = parts[protocol].second;
       for (auto& [key, record] : by_slot) run.records.push_back(std::move(record));
       run.notes.push_back(fmt::format("{} record(s) from {}", run.records.size(), db.string()));
       if (hashes[protocol].size() > 1)
@@ -199,6 +205,7 @@ int report_command(const ReportOptions& options) {
       return 2;
     }
     for (auto& run : loaded) {
+      if (!options.precision.empty() && run.precision != options.precision) continue;
       if (run.protocol == kImportProtocol)
         for (const auto& b : baselines) {
           int timed = 0;
@@ -214,10 +221,17 @@ int report_command(const ReportOptions& options) {
       RunSummary summary = summarize(name, run.records, problems, options.baseline);
       summary.notes.insert(summary.notes.begin(), run.notes.begin(), run.notes.end());
       if (summary.protocol.empty()) summary.protocol = run.protocol;
+      summary.precision = run.precision;
+      summary.model = dir.string();
       input.runs.push_back(std::move(summary));
     }
   }
 
+  if (input.runs.empty() && !options.precision.empty()) {
+    std::fprintf(stderr, "kbv report: no results of precision %s in the given run folder(s) (evaluate with "
+                 "`kbv eval --run DIR --precision %s`)\n", options.precision.c_str(), options.precision.c_str());
+    return 2;
+  }
   std::string text;
   if (format == "md")
     text = render_markdown(input);
@@ -332,10 +346,10 @@ int export_command(const ExportOptions& options) {
   // kbv's own protocol first, when the store holds several.
   const LoadedRun* run = &runs.front();
   for (const auto& r : runs)
-    if (r.protocol == "kbv") run = &r;
+    if (r.protocol == "kbv" && (run->protocol != "kbv" || r.precision == "fp32")) run = &r;  // fp32 first
   if (runs.size() > 1)
-    std::fprintf(stderr, "kbv export: the store holds %zu protocols; exporting %s\n", runs.size(),
-                 run->protocol.c_str());
+    std::fprintf(stderr, "kbv export: the store holds %zu protocols; exporting %s (%s)\n", runs.size(),
+                 run->protocol.c_str(), run->precision.c_str());
   const fs::path to = options.to.value_or(options.run / ("export-" + options.format));
   fs::create_directories(to, ec);
   std::map<int, std::vector<json>> by_level;

@@ -15,6 +15,7 @@ struct LoadedRun {
   std::string name;
   std::filesystem::path dir;
   std::string protocol;
+  std::string precision = "fp32";  // fp32 | bf16 | fp16: each precision is a run of its own (docs/PRECISION.md)
   std::vector<nlohmann::json> records;
   std::vector<std::string> notes;
 };
@@ -33,6 +34,7 @@ struct ReportOptions {
   std::optional<std::filesystem::path> problems_dir;
   std::vector<std::string> baseline_files;  // [NAME=]PATH, applied to imported runs
   std::optional<int> level;                 // for a plain eval_results.json
+  std::string precision;                    // fp32 | bf16 | fp16: only runs of that precision; empty: all
 };
 // Returns the process exit code (0: written; 2: unusable input).
 int report_command(const ReportOptions& options);

@@ -45,6 +45,9 @@ Table summary_table(const RunSummary& run, size_t index);
 Table survival_table(const RunSummary& run, const ScopeSummary& scope, size_t index);
 Table verdict_table(const RunSummary& run, size_t index);
 Table samples_table(const RunSummary& run, size_t index);
+// One row per model (run folder) evaluated in more than one precision: its fp32, bf16 and fp16
+// numbers side by side (report/precision_table.cc). No rows when no model has two precisions.
+Table precision_table(const ReportInput& input);
 
 // Formatting shared by the renderers.
 std::string format_rate(double rate);                 // "52.0%"

@@ -382,6 +382,10 @@ std::string render_html(const ReportInput& input) {
     out += "<h2>Leaderboard</h2>";
     html_table(out, leaderboard_table(input));
   }
+  if (Table t = precision_table(input); !t.rows.empty()) {
+    out += "<h2>" + esc(t.title) + "</h2>";
+    html_table(out, t);
+  }
   for (size_t i = 0; i < input.runs.size(); ++i) {
     const RunSummary& run = input.runs[i];
     out += fmt::format("<h2>{}</h2><p class=\"meta\">protocol <code>{}</code> · device {}</p>", esc(run.name),

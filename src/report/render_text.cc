@@ -158,6 +158,10 @@ std::string render_markdown(const ReportInput& input) {
     out += "## Leaderboard\n\n";
     md_table(out, leaderboard_table(input));
   }
+  if (Table t = precision_table(input); !t.rows.empty()) {
+    out += "## " + t.title + "\n\n";
+    md_table(out, t);
+  }
   for (size_t i = 0; i < input.runs.size(); ++i) {
     const RunSummary& run = input.runs[i];
     out += fmt::format("## {}\n\nprotocol `{}` · device {}\n\n", md_escape(run.name), run.protocol,
@@ -233,6 +237,7 @@ nlohmann::ordered_json render_json(const ReportInput& input) {
     nlohmann::ordered_json r;
     r["name"] = run.name;
     r["protocol"] = run.protocol;
+    r["precision"] = run.precision;
     r["device"] = run.device;
     r["baseline"] = run.baseline;
     r["baselines_seen"] = run.baselines_seen;

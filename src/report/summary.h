@@ -92,6 +92,8 @@ struct ProblemSlot {
 struct RunSummary {
   std::string name;
   std::string protocol;                     // kbv | kernelbench | kernelbench-import
+  std::string precision = "fp32";           // fp32 | bf16 | fp16 (docs/PRECISION.md)
+  std::string model;                        // the run folder: its runs in several precisions share it
   std::string device;                       // device name from the records, when they say
   std::string baseline;                     // the report's baseline (tf32 by default)
   std::vector<std::string> notes;           // what the reader must know (denominator source, gaps)

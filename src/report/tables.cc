@@ -109,7 +109,7 @@ Table leaderboard_table(const ReportInput& input) {
     const SpeedMetrics& best = speed_of(gs.best_speed, b);
     std::vector<Cell> row = {
         text(run.name),
-        text(run.protocol),
+        text(run.protocol + (run.precision == "fp32" ? "" : " " + run.precision)),
         text(run.device.empty() ? "?" : run.device),
         number(std::to_string(s.problems), s.problems),
         number(s.samples_per_problem ? std::to_string(s.samples_per_problem) : "varies", s.samples_per_problem),

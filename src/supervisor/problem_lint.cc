@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "problem/problem.h"
+#include "supervisor/precision.h"
 #include "util/interrupt.h"
 
 namespace kbv {
@@ -116,11 +117,20 @@ std::vector<ProblemFinding> problem_findings(const std::string& path, const std:
                           "the reference's output has NaN or Inf (kbv then only accepts the same NaN/Inf)",
                           fmt::format("{} NaN and {} Inf of {} elements in one draw", nan, inf, numel)});
       }
+      // Precision modes: Inf/NaN the reduced-precision reference makes where the fp32 one is finite.
+      if (o.contains("reference_error") && o["reference_error"].value("nonfinite", int64_t{0}) > 0)
+        seen.push_back({"overflow", "finding", i, d.distribution.name,
+                        fmt::format("the {0} reference overflows: Inf or NaN where the same model in fp32 is finite "
+                                    "(no {0} kernel can be judged there; scale the problem's values down)",
+                                    r.value("precision", "reduced-precision")),
+                        fmt::format("{} of {} elements in one draw", o["reference_error"]["nonfinite"].get<int64_t>(),
+                                    numel)});
       if (o.contains("fp64") && !o["fp64"].value("passed", true))
         seen.push_back({"ill_conditioned", "finding", i, d.distribution.name,
-                        "the float32 reference fails the tolerance against the same model run in float64, so a "
-                        "kernel more exact than the reference can fail (rounding noise, cancellation, or memory "
-                        "the reference never wrote)",
+                        "the " + precision_dtype(r.value("precision", "fp32")) +
+                            " reference fails the tolerance against the same model run in float64, so a "
+                            "kernel more exact than the reference can fail (rounding noise, cancellation, or memory "
+                            "the reference never wrote)",
                         o["fp64"].value("reason", comparison_numbers(o["fp64"]))});
       if (o.contains("repeat")) {
         const json& rep = o["repeat"];
@@ -386,6 +396,7 @@ json lint_problems(const ProblemLintOptions& opt, std::string& error) {
   return json{{"device", env->device},
               {"device_name", env->device_name},
               {"protocol", p.name},
+              {"precision", p.precision},
               {"tolerance", {{"atol", p.atol}, {"rtol", p.rtol}, {"rel_l2", p.rel_l2}, {"use_rel_l2", p.use_rel_l2}}},
               {"distributions", distributions},
               {"seed", opt.seed},

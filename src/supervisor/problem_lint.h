@@ -5,6 +5,7 @@
 //   zeros              an all-zero output passes the protocol's check
 //   constant           one constant (the mean of another draw's output) passes
 //   nonfinite          NaN or Inf in the reference's output
+//   overflow           --precision bf16/fp16: Inf/NaN where the fp32 reference is finite
 //   nondeterministic   two calls on the same inputs disagree beyond the tolerance
 //   ill_conditioned    the float32 reference fails against the same model in float64
 //   dropout            a dropout module in training mode (a new mask every call)

@@ -21,6 +21,7 @@
 #include "supervisor/timing_phase.h"
 #include "supervisor/memory_phase.h"
 #include "supervisor/audit_stage.h"
+#include "supervisor/precision.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
@@ -75,6 +76,7 @@ json base_record(const Pair& pair, const EvalOptions& options, const Environment
   return json{{"level", pair.level},
               {"problem_id", pair.problem_id},
               {"sample_id", pair.sample_id},
+              {"precision", options.protocol.precision},
               {"problem", pair.problem_path.string()},
               {"solution", pair.solution_path.string()},
               {"compiled", false},
@@ -173,7 +175,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
     failure = {{"kind", "problem_error"}, {"message", text.error}};
     return nullptr;
   }
-  std::string key = sha256_hex_parts({python_path(problem), text.text, options.device});
+  std::string key = sha256_hex_parts({python_path(problem), text.text, options.device, options.protocol.precision});
   if (worker_ && worker_->alive() && key == problem_key_) {
     load_reply = load_reply_;
     return worker_.get();
@@ -190,6 +192,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
                            {"path", python_path(problem)},
                            {"code", text.text},
                            {"device", options.device},
+                           {"precision", options.protocol.precision},
                            {"seed", options.protocol.construction_seed}},
                           ms(options.timeouts.load_s));
   if (r.status != Reply::Status::ok) {
@@ -399,6 +402,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
                         {"code", solution.code},
                         {"device", env.device},
                         {"init_inputs", load_reply["init_inputs"]},
+                        {"precision", options.protocol.precision},
                         {"seed", options.protocol.construction_seed}},
                        ms(options.timeouts.load_s + options.timeouts.build_s));
   if (r.status != Reply::Status::ok) {
@@ -418,6 +422,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   }
   SeedSource seeds(p.seed);
   json dists = json::array();
+  json reference_error;  // below fp32: the worst error of the reference itself, per output
   int passed = 0, total = 0;
   std::string first_failure;
   bool stopped = false;
@@ -427,7 +432,9 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
                                                                                             : seeds.next();
       json entry = {{"trial", trial}, {"distribution", d.name}, {"scale", d.scale}};
       if (p.seed || p.name == "kernelbench") entry["seed"] = seed;
-      Reply in = ref->call({{"op", "inputs"}, {"seed", seed}, {"scale", d.scale}, {"input_draw", p.input_draw}}, ms(options.timeouts.reference_s));
+      Reply in = ref->call({{"op", "inputs"}, {"seed", seed}, {"scale", d.scale}, {"input_draw", p.input_draw},
+                            {"atol", p.atol}, {"rtol", p.rtol}, {"rel_l2", p.rel_l2}},
+                           ms(options.timeouts.reference_s));
       if (in.status != Reply::Status::ok) {
         json f = reply_failure(in, "problem_error");
         std::string msg = fmt::format("{}: the reference failed on trial {} {} (x{}): {}",
@@ -439,9 +446,20 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
         stopped = true;
         break;
       }
+      if (in.body.contains("reference_error")) {
+        entry["reference_error"] = in.body["reference_error"];
+        merge_reference_error(reference_error, in.body["reference_error"], d.name);
+      }
       Reply out = cand->call({{"op", "run"}, {"args", in.body["args"]}}, ms(options.timeouts.call_s));
       if (out.status != Reply::Status::ok) {
-        fail_from(out, fmt::format("trial {} {} (x{})", trial, d.name, d.scale));
+        const std::string where = fmt::format("trial {} {} (x{})", trial, d.name, d.scale);
+        fail_from(out, where);
+        if (record["verdict"] == "runtime_error")
+          if (auto m = dtype_fallback_message(out.body.value("message", ""), p.precision, in.body["args"])) {
+            record["message"] = where + ": " + *m;
+            record["metadata"]["runtime_error"] = record["message"];
+            record["metadata"]["dtype_fallback"] = true;
+          }
         ref->call({{"op", "release"}}, ms(options.timeouts.reference_s));
         stopped = true;
         break;
@@ -488,6 +506,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
     }
   }
   record["distributions"] = dists;
+  if (!reference_error.is_null()) record["reference_error"] = reference_error;
   record["metadata"]["correctness_trials"] = fmt::format("({} / {})", passed, total);
   record["seconds"] = since(t0);
   if (stopped) return record;
@@ -532,8 +551,12 @@ struct Job {
   RecordKey key;
 };
 
-std::string level_file_name(int level, bool several_levels) {
-  return several_levels ? fmt::format("eval_results_level{}.json", level) : "eval_results.json";
+// fp32 writes KernelBench's names; another precision gets its own file beside them
+// (eval_results_bf16.json), so one run folder can hold both (docs/PRECISION.md).
+std::string level_file_name(int level, bool several_levels, const std::string& precision) {
+  std::string suffix = precision == "fp32" ? "" : "_" + precision;
+  return several_levels ? fmt::format("eval_results_level{}{}.json", level, suffix)
+                        : fmt::format("eval_results{}.json", suffix);
 }
 
 }  // namespace
@@ -625,7 +648,7 @@ int evaluate_run(const RunOptions& opt) {
     std::vector<json> mine;
     for (const auto& [key, r] : latest)
       if (std::get<0>(key) == level) mine.push_back(r);
-    std::string e = write_file_atomic(opt.run_dir / level_file_name(level, levels.size() > 1),
+    std::string e = write_file_atomic(opt.run_dir / level_file_name(level, levels.size() > 1, eval.protocol.precision),
                                       kernelbench_eval_results(mine).dump(2));
     if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
   };
@@ -676,7 +699,7 @@ int evaluate_run(const RunOptions& opt) {
     return 130;
   }
   std::fprintf(stderr, "kbv: %zu evaluated, %zu correct; results in %s\n", done, correct,
-               (opt.run_dir / "eval_results.json").string().c_str());
+               (opt.run_dir / level_file_name(0, false, eval.protocol.precision)).string().c_str());
   return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "supervisor/precision.h"
 #include "util/fs.h"
 
 namespace kbv {
@@ -106,6 +107,8 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     EvalOptions o = opt.eval;
     o.device = e.value("device", "cpu");
     if (auto p = parse_policy(e.value("policy", ""))) o.protocol.policy = *p;
+    // An entry's "precision" (bf16, fp16) applies to it alone, with that precision's tolerance.
+    if (std::string pr = e.value("precision", ""); valid_precision(pr)) set_precision(o.protocol, pr);
     return o;
   };
 
@@ -156,6 +159,7 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
     std::string lint_rule = e.value("lint", "");
     json row = {{"problem", e.value("problem", "")}, {"solution", e.value("solution", "")}, {"device", device},
                 {"policy", policy}, {"expected", expected}, {"cheat", cheat.empty() ? json(nullptr) : json(cheat)}};
+    if (e.contains("precision")) row["precision"] = e["precision"];
     EvalOptions o = options_for(e);
     std::string got;
     bool match = false;

@@ -16,6 +16,7 @@ nlohmann::json Protocol::to_json() const {
                       {"rtol", rtol},
                       {"rel_l2", use_rel_l2 ? nlohmann::json(rel_l2) : nlohmann::json(nullptr)},
                       {"reference_precision", reference_precision},
+                      {"precision", precision},
                       {"construction_seed", construction_seed},
                       {"input_draw", input_draw},
                       {"policy", policy_name(policy)},

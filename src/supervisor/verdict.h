@@ -27,6 +27,9 @@ struct Protocol {
   bool use_rel_l2 = true;
   std::optional<uint64_t> seed;             // fixed master seed (--seed); none: secret seeds from the OS
   std::string reference_precision = "fp32-strict";  // TF32 off for the correctness reference
+  // Evaluated precision (docs/PRECISION.md): fp32, bf16 or fp16; set with set_precision()
+  // (supervisor/precision.h), which also scales the tolerance.
+  std::string precision = "fp32";
   int construction_seed = 42;               // KernelBench: before get_init_inputs, Model, ModelNew
   // Where get_inputs() draws on a GPU run: "device" (kbv: torch.rand runs on the GPU, seconds
   // faster for multi-GiB inputs) or "host" (upstream: drawn on the CPU, then copied).

@@ -25,6 +25,7 @@
 #endif
 
 #include "check/compare.h"
+#include "check/precision.h"
 #include "proto/channel.h"
 #include "worker/timing.h"
 #include "worker/memory.h"
@@ -200,6 +201,59 @@ struct Worker {
   std::vector<at::Tensor> shared_inputs;     // what the candidate sees (views on shared buffers)
   std::vector<int> shared_input_positions;   // argument index of each shared input
   CandidateAudit audit;                      // candidate only: the runtime audits (worker/audit.h)
+  // Precision mode (docs/PRECISION.md): "fp32", "bf16" or "fp16". Below fp32 the reference keeps
+  // its fp32 model in `model_fp32` to measure its own error (reference_error).
+  std::string precision = "fp32";
+  at::ScalarType dtype = at::kFloat;
+  py::object model_fp32;
+
+  void choose_precision(const json& request) {
+    precision = request.value("precision", "fp32");
+    auto t = precision_scalar_type(precision);
+    if (!t) throw WorkerError{"protocol_error", "unknown precision " + precision, ""};
+    dtype = *t;
+  }
+
+  // The loaded model with its floating parameters and buffers cast to the precision's dtype
+  // (nn.Module.to(dtype) leaves integer buffers alone).
+  py::object cast_model(py::object m) {
+    if (precision == "fp32") return m;
+    py::module_ torch = py::module_::import("torch");
+    return m.attr("to")(torch.attr(precision == "bf16" ? "bfloat16" : "float16"));
+  }
+
+  // Below fp32: the fp32 model on `fp32_args` (the evaluated inputs cast back to float32, taken
+  // before the reference's call), compared with the reduced-precision outputs, per output.
+  json fp32_cross_check(const std::vector<py::object>& fp32_args, const std::vector<at::Tensor>& reduced,
+                        const Tolerance& tol) {
+    py::object saved = model;
+    json result = json::array();
+    try {
+      model = model_fp32;
+      double seconds = 0;
+      py::object out = forward(fp32_args, "problem_error", "the fp32 reference's forward failed", seconds);
+      model = saved;
+      Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
+      for (size_t i = 0; i < reduced.size() && i < o.tensors.size(); ++i) {
+        json e = reference_error(reduced[i], o.tensors[i], tol);
+        e["output"] = i;
+        result.push_back(e);
+      }
+    } catch (...) {
+      model = saved;
+      throw;
+    }
+    return result;
+  }
+
+  // A copy of an evaluated argument as the fp32 model takes it: reduced floating tensors back to
+  // float32, other tensors cloned (the reference's call may change them), values as they are.
+  py::object fp32_arg(py::handle item) {
+    if (!THPVariable_Check(item.ptr())) return py::reinterpret_borrow<py::object>(item);
+    at::Tensor t = THPVariable_Unpack(item.ptr());
+    at::Tensor c = t.scalar_type() == dtype ? t.to(at::kFloat) : t.clone();
+    return py::reinterpret_steal<py::object>(THPVariable_Wrap(c));
+  }
 
   // One forward call of the loaded model, without autograd, until the device is idle. A Python
   // exception becomes a WorkerError of `kind`.
@@ -273,6 +327,7 @@ _ext.load_inline = _guarded
   json load_problem(const json& request) {
     set_device(request);
     worker_memory::begin_ledger(device);
+    choose_precision(request);
     std::string path = request.at("path");
     py::module_ torch = py::module_::import("torch");
     // Correctness reference in strict FP32: no TF32 for matmul or cuDNN.
@@ -312,6 +367,10 @@ _ext.load_inline = _guarded
       at::NoGradGuard no_grad;
       model = module.attr("Model")(*py::tuple(py::cast(args)));
       model = model.attr("to")(device);
+      if (precision != "fp32") {
+        model_fp32 = model;
+        model = cast_model(py::module_::import("copy").attr("deepcopy")(model));
+      }
     } catch (py::error_already_set& e) {
       throw python_error("problem_error", path + ": building the reference Model failed", e);
     }
@@ -371,7 +430,7 @@ _ext.load_inline = _guarded
     } catch (py::error_already_set& e) {
       throw python_error("problem_error", "get_inputs() failed", e);
     }
-    std::vector<py::object> ref_args;
+    std::vector<py::object> ref_args, fp32_args;
     json wire = json::array();
     for (size_t i = 0; i < raw.size(); ++i) {
       py::object item = raw[i];
@@ -379,6 +438,8 @@ _ext.load_inline = _guarded
         at::Tensor t = THPVariable_Unpack(item.ptr());
         // Hidden distributions scale floating inputs only; integer and bool inputs are untouched.
         if (at::isFloatingType(t.scalar_type()) && scale != 1.0) t = t.mul(scale);
+        // Precision modes: scaled in the problem's dtype, then cast (docs/PRECISION.md).
+        if (precision != "fp32") t = cast_floating(t, dtype);
         t = t.to(device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU));
         at::Tensor view;
         wire.push_back(transfers.export_tensor(t, &view));
@@ -393,15 +454,23 @@ _ext.load_inline = _guarded
         wire.push_back(to_wire(item, transfers, "get_inputs()"));
         ref_args.push_back(item);
       }
+      if (precision != "fp32") fp32_args.push_back(fp32_arg(ref_args.back()));
     }
     double ref_seconds = 0;
     py::object out = forward(ref_args, "problem_error", "the reference Model's forward failed", ref_seconds);
     Outputs outputs = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
     if (!outputs.plain) throw WorkerError{"problem_error", "the reference " + outputs.reason, ""};
     for (auto& t : outputs.tensors) expected.push_back(t.detach());
-    return json{{"ok", true}, {"args", wire}, {"reference_seconds", ref_seconds},
-                {"outputs", expected.size()},
-                {"output_aliases", storage_overlaps(expected, ref_inputs_after, shared_input_positions)}};
+    json reply = {{"ok", true}, {"args", wire}, {"reference_seconds", ref_seconds}, {"outputs", expected.size()},
+                  {"output_aliases", storage_overlaps(expected, ref_inputs_after, shared_input_positions)}};
+    if (precision != "fp32") {
+      Tolerance tol;
+      tol.atol = request.value("atol", 1e-2);
+      tol.rtol = request.value("rtol", 1e-2);
+      tol.rel_l2 = request.value("rel_l2", 1e-2);
+      reply["reference_error"] = fp32_cross_check(fp32_args, expected, tol);
+    }
+    return reply;
   }
 
   json check(const json& request) {
@@ -461,7 +530,8 @@ _ext.load_inline = _guarded
     tol.use_rel_l2 = request.value("use_rel_l2", true);
     at::Device dev = device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
     json inputs = json::array();
-    json precision;
+    json fp64;           // float64 cross-check of draw A, per output (or why it did not run)
+    json reduced_check;  // below fp32: draw A's reference against the fp32 model, per output
     // The same model and inputs in float64 (a deep copy of the model), compared with the float32
     // outputs as the protocol compares a kernel's: if the float32 reference itself fails against
     // the float64 result, an exact kernel can fail against it (the output is rounding noise, or
@@ -470,7 +540,8 @@ _ext.load_inline = _guarded
     auto fp64_check = [&](const std::vector<py::object>& args, const std::vector<at::Tensor>& fp32) {
       std::vector<py::object> args64;
       for (const auto& arg : args) {
-        if (THPVariable_Check(arg.ptr()) && THPVariable_Unpack(arg.ptr()).scalar_type() == at::kFloat)
+        if (THPVariable_Check(arg.ptr()) && (THPVariable_Unpack(arg.ptr()).scalar_type() == at::kFloat ||
+                                             THPVariable_Unpack(arg.ptr()).scalar_type() == dtype))
           args64.push_back(py::reinterpret_steal<py::object>(
               THPVariable_Wrap(THPVariable_Unpack(arg.ptr()).to(at::kDouble))));
         else
@@ -529,8 +600,12 @@ _ext.load_inline = _guarded
           inputs.push_back(in);
         }
         if (floating && scale != 1.0) t = t.mul(scale);
+        if (precision != "fp32") t = cast_floating(t, dtype);
         args.push_back(py::reinterpret_steal<py::object>(THPVariable_Wrap(t.to(dev))));
       }
+      std::vector<py::object> fp32_args;
+      if (describe && precision != "fp32")
+        for (const auto& arg : args) fp32_args.push_back(fp32_arg(arg));
       {
         std::vector<at::Tensor> blocks;
         for (const auto& t : poison)
@@ -542,7 +617,8 @@ _ext.load_inline = _guarded
       if (!o.plain) throw WorkerError{"problem_error", "the reference " + o.reason, ""};
       std::vector<at::Tensor> result;
       for (auto& t : o.tensors) result.push_back(t.detach());
-      if (describe) precision = fp64_check(args, result);
+      if (describe) fp64 = fp64_check(args, result);
+      if (describe && precision != "fp32") reduced_check = fp32_cross_check(fp32_args, result, tol);
       return result;
     };
     std::vector<at::Tensor> a = run_draw(seeds.at(0).get<uint64_t>(), true, {});
@@ -556,10 +632,11 @@ _ext.load_inline = _guarded
         r["bitwise_equal"] = same_values(a[i], repeat[i]);
         o["repeat"] = r;
       }
-      if (precision.is_array() && i < precision.size()) o["fp64"] = precision[i];
+      if (fp64.is_array() && i < fp64.size()) o["fp64"] = fp64[i];
+      if (reduced_check.is_array() && i < reduced_check.size()) o["reference_error"] = reduced_check[i];
       outputs.push_back(o);
     }
-    if (precision.is_string()) outputs.push_back({{"fp64_skipped", precision}});
+    if (fp64.is_string()) outputs.push_back({{"fp64_skipped", fp64}});
     if (repeat.size() != a.size())
       outputs.push_back({{"note", fmt::format("a second call on the same inputs returned {} output(s), the first {}",
                                               repeat.size(), a.size())}});
@@ -634,7 +711,8 @@ _ext.load_inline = _guarded
     b.clear();
     release_cached_memory(device);
     json reply = {{"ok", true},          {"inputs", inputs}, {"outputs", outputs},
-                  {"dropout", dropout}, {"allow", allow},   {"training", model.attr("training").cast<bool>()}};
+                  {"dropout", dropout}, {"allow", allow},   {"training", model.attr("training").cast<bool>()},
+                  {"precision", precision}};
     if (!allow_error.empty()) reply["allow_error"] = allow_error;
     return reply;
   }
@@ -674,6 +752,7 @@ _ext.load_inline = _guarded
 
   json load_candidate(const json& request) {
     worker_memory::begin_ledger(request.value("device", "cpu"));
+    choose_precision(request);
     json b = build(request);
     std::string path = request.at("path");
     try {
@@ -684,6 +763,7 @@ _ext.load_inline = _guarded
       at::NoGradGuard no_grad;
       model = module.attr("ModelNew")(*py::tuple(py::cast(args)));
       model = model.attr("to")(device);
+      model = cast_model(model);  // built as the reference is: fp32 construction, then the cast
     } catch (py::error_already_set& e) {
       throw python_error("runtime_error", path + ": constructing ModelNew failed", e);
     }

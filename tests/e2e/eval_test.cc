@@ -61,13 +61,15 @@ fs::path temp_dir(const std::string& name) {
 }
 
 struct Entry {
-  std::string problem, solution, device, expected, pending, policy;
+  std::string problem, solution, device, expected, pending, policy, precision;
   std::vector<std::string> fails_only;
   std::string audit;  // the runtime-audit rule that must reject it (docs/POLICY.md)
   std::string name;
 };
 
-void PrintTo(const Entry& e, std::ostream* os) { *os << e.solution << " on " << e.device << " (" << e.policy << ")"; }
+void PrintTo(const Entry& e, std::ostream* os) {
+  *os << e.solution << " on " << e.device << " (" << e.policy << ", " << e.precision << ")";
+}
 
 std::vector<Entry> manifest() {
   std::vector<Entry> entries;
@@ -77,12 +79,13 @@ std::vector<Entry> manifest() {
   if (!m.is_array()) return entries;
   for (const auto& e : m) {
     Entry x{e.value("problem", ""), e.value("solution", ""), e.value("device", "cpu"), e.value("expected", ""),
-            e.value("pending", ""), e.value("policy", "strict"), {}, ""};
+            e.value("pending", ""), e.value("policy", "strict"), e.value("precision", "fp32"), {}, ""};
     if (e.contains("fails_only") && e["fails_only"].is_array())
       for (const auto& d : e["fails_only"]) x.fails_only.push_back(d);
     x.audit = e.value("audit", "");
     std::string n = x.device + "_" + fs::path(x.solution).parent_path().filename().string() + "_" +
-                    fs::path(x.solution).stem().string() + (x.policy == "strict" ? "" : "_" + x.policy);
+                    fs::path(x.solution).stem().string() + (x.policy == "strict" ? "" : "_" + x.policy) +
+                    (x.precision == "fp32" ? "" : "_" + x.precision);
     for (char& c : n)
       if (!isalnum(static_cast<unsigned char>(c))) c = '_';
     x.name = n;
@@ -126,7 +129,7 @@ TEST_P(Corpus, VerdictAsExpected) {
   fs::path out = temp_dir(e.name) / "record.json";
   Outcome o = run_kbv({"eval", "--problem", (kSource / e.problem).string(), "--solution",
                        (kSource / e.solution).string(), "--device", e.device, "--trials", "2", "--timeout-call", "10",
-                       "--policy", e.policy, "--json", out.string()},
+                       "--policy", e.policy, "--precision", e.precision, "--json", out.string()},
                       out);
   ASSERT_EQ(o.code, 0) << o.output;
   ASSERT_TRUE(o.record.is_object()) << o.output;
@@ -424,3 +427,54 @@ TEST(Problems, JsonListForScripts) {
 }
 
 }  // namespace
+
+// Precision modes (docs/PRECISION.md), on the CPU: bf16 runs there.
+TEST(Precision, Bf16CandidateIsJudgedInBf16WithTheReferenceError) {
+  fs::path out = temp_dir("bf16_any_dtype") / "r.json";
+  Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/1_Square_matrix_multiplication_.py").string(),
+                       "--solution", (kSource / "examples/level1/1_Square_matrix_multiplication_/cpu_any_dtype.py").string(),
+                       "--device", "cpu", "--trials", "1", "--precision", "bf16", "--json", out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "correct") << o.record["message"];
+  EXPECT_EQ(o.record["precision"], "bf16");
+  EXPECT_EQ(o.record["protocol"]["precision"], "bf16");
+  EXPECT_EQ(o.record["protocol"]["atol"], 1e-2);
+  EXPECT_EQ(o.record["protocol"]["rel_l2"], 1e-2);
+  ASSERT_TRUE(o.record.contains("reference_error")) << o.record.dump(2);
+  const json& e = o.record["reference_error"][0];
+  EXPECT_EQ(e["dtype"], "bfloat16");
+  // A bf16 GEMM of 64-long dot products differs from fp32 by bf16 rounding: within the tolerance, not zero.
+  EXPECT_GT(e["max_abs_error"].get<double>(), 0.0) << e.dump();
+  EXPECT_LE(e["tolerance_used"].get<double>(), 1.0) << e.dump();
+  for (const auto& d : o.record["distributions"]) {
+    ASSERT_TRUE(d.contains("reference_error")) << d.dump();
+    // The candidate's output is compared in bf16: the comparison saw bf16 values.
+    EXPECT_TRUE(d["passed"].get<bool>()) << d.dump();
+  }
+}
+
+TEST(Precision, Fp32OnlyKernelUnderBf16SaysItDoesNotAcceptBf16) {
+  fs::path out = temp_dir("bf16_fp32_only") / "r.json";
+  Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/1_Square_matrix_multiplication_.py").string(),
+                       "--solution", (kSource / "examples/level1/1_Square_matrix_multiplication_/cpu_fp32_only.py").string(),
+                       "--device", "cpu", "--trials", "1", "--precision", "bf16", "--json", out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "runtime_error");
+  std::string m = o.record["message"];
+  EXPECT_NE(m.find("does not accept bfloat16 inputs"), std::string::npos) << m;
+  EXPECT_NE(m.find("expected scalar type Float"), std::string::npos) << "the original error is quoted: " << m;
+  EXPECT_EQ(o.record["metadata"]["dtype_fallback"], true);
+  // The same kernel in fp32: correct, no reference error (the reference is the fp32 computation).
+  fs::path out32 = temp_dir("fp32_fp32_only") / "r.json";
+  Outcome f = run_kbv({"eval", "--problem", (kSource / "problems/level1/1_Square_matrix_multiplication_.py").string(),
+                       "--solution", (kSource / "examples/level1/1_Square_matrix_multiplication_/cpu_fp32_only.py").string(),
+                       "--device", "cpu", "--trials", "1", "--json", out32.string()},
+                      out32);
+  ASSERT_EQ(f.code, 0) << f.output;
+  EXPECT_EQ(f.record["verdict"], "correct") << f.record["message"];
+  EXPECT_EQ(f.record["precision"], "fp32");
+  EXPECT_FALSE(f.record.contains("reference_error"));
+  EXPECT_EQ(f.record["protocol"]["atol"], 1e-3);
+}

@@ -189,3 +189,40 @@ TEST(MainJob, LayoutSplitsTheManifest) {
 }
 
 }  // namespace
+
+// --precision fp16: a problem whose fp16 reference overflows under D2 (x3) and not in fp32 is
+// flagged `overflow`; the same problem in fp32 is not.
+TEST(ProblemLintPrecision, Fp16OverflowIsFlagged) {
+  fs::path dir = temp_dir("fp16_overflow");
+  std::ofstream(dir / "1_Square_big.py") << R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        # 20000 * x^2: at most 20000 under D1 (x in [0,1)), up to 180000 under D2 (x3),
+        # beyond float16's 65504.
+        return x * x * 20000.0
+
+
+def get_inputs():
+    return [torch.rand(64, 64)]
+
+
+def get_init_inputs():
+    return []
+)";
+  Outcome fp16 = lint({(dir / "1_Square_big.py").string(), "--precision", "fp16"}, dir / "fp16.json");
+  ASSERT_TRUE(fp16.report.is_object()) << fp16.output;
+  EXPECT_EQ(fp16.report["precision"], "fp16");
+  auto rules = rules_of(fp16.report, "1_Square_big.py");
+  ASSERT_TRUE(rules.count("overflow")) << fp16.report.dump(2);
+  EXPECT_TRUE(rules["overflow"].count("D2")) << fp16.report.dump(2);
+  EXPECT_FALSE(rules["overflow"].count("D1")) << fp16.report.dump(2);
+  Outcome fp32 = lint({(dir / "1_Square_big.py").string()}, dir / "fp32.json");
+  ASSERT_TRUE(fp32.report.is_object()) << fp32.output;
+  EXPECT_FALSE(rules_of(fp32.report, "1_Square_big.py").count("overflow")) << fp32.report.dump(2);
+}

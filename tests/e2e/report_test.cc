@@ -269,4 +269,47 @@ TEST(ReportE2E, HtmlRendersInHeadlessChromium) {
     fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
 }
 
+// One store with the fp32 and the bf16 results of the same samples (docs/PRECISION.md): one
+// section per precision and a side-by-side table.
+TEST(ReportE2E, Fp32AndBf16OfOneRunSideBySide) {
+  fs::path dir = kbv_fixture_run("precisions");
+  json records = json::parse(kbv::read_file(kData / "kbv_records.json").text);
+  std::string error;
+  auto store = kbv::Store::open(dir / "kbv.sqlite", error);
+  ASSERT_TRUE(store) << error;
+  json bf16_protocol = records[0]["protocol"];
+  bf16_protocol["precision"] = "bf16";
+  const std::string phash = kbv::sha256_hex(bf16_protocol.dump());
+  for (auto r : records) {
+    r["precision"] = "bf16";
+    r["protocol"]["precision"] = "bf16";
+    kbv::RecordKey key{r["level"].get<int>(), r["problem_id"].get<int>(), r["sample_id"].get<int>(),
+                       r["solution_hash"].get<std::string>(), phash};
+    ASSERT_EQ(store->put(key, r), "");
+  }
+  store.reset();
+  Outcome o = kbv_cmd({"report", dir.string(), "--out", (dir / "r.json").string()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  json r = json::parse(kbv::read_file(dir / "r.json").text);
+  ASSERT_EQ(r["runs"].size(), 2u) << r.dump(1).substr(0, 2000);
+  EXPECT_EQ(r["runs"][0]["precision"], "fp32");
+  EXPECT_EQ(r["runs"][1]["precision"], "bf16");
+  EXPECT_EQ(r["runs"][0]["scopes"].back()["records"], r["runs"][1]["scopes"].back()["records"]);
+  Outcome md = kbv_cmd({"report", dir.string(), "--out", (dir / "r.md").string()});
+  ASSERT_EQ(md.code, 0) << md.output;
+  std::string text = kbv::read_file(dir / "r.md").text;
+  EXPECT_NE(text.find("## Precisions side by side"), std::string::npos) << text.substr(0, 3000);
+  EXPECT_NE(text.find("correct (bf16)"), std::string::npos);
+  EXPECT_NE(text.find("[kbv bf16]"), std::string::npos);
+  // --precision keeps one precision; one that is not there is an error that says so.
+  Outcome only = kbv_cmd({"report", dir.string(), "--precision", "bf16", "--out", (dir / "b.json").string()});
+  ASSERT_EQ(only.code, 0) << only.output;
+  json b = json::parse(kbv::read_file(dir / "b.json").text);
+  ASSERT_EQ(b["runs"].size(), 1u);
+  EXPECT_EQ(b["runs"][0]["precision"], "bf16");
+  Outcome none = kbv_cmd({"report", dir.string(), "--precision", "fp16"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.output.find("no results of precision fp16"), std::string::npos) << none.output;
+}
+
 }  // namespace

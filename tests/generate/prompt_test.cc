@@ -104,6 +104,14 @@ TEST(Prompt, PrecisionAndHardwareBlocks) {
   EXPECT_TRUE(has(p.text, "- Memory bandwidth: 4.8 TB/s"));
   EXPECT_TRUE(has(p.text, "- BF16/FP16 tensor cores: 989 TFLOPS"));
 
+  o.precision = "fp16";  // kbv eval --precision fp16 has its note too
+  EXPECT_TRUE(has(render(o, relu).text, "torch.float16")) << render(o, relu).text;
+  o.precision = "fp8";
+  std::string fp8_error;
+  EXPECT_FALSE(load_prompt_templates(o, fp8_error).has_value());
+  EXPECT_TRUE(has(fp8_error, "fp32, bf16 or fp16")) << fp8_error;
+  o.precision = "bf16";
+
   o.hardware = "Z9000";
   std::string error;
   EXPECT_FALSE(load_prompt_templates(o, error).has_value());

@@ -33,7 +33,8 @@ std::vector<Entry> entries() {
             e["cheat"].is_string() ? e["cheat"].get<std::string>() : "", e.value("lint", ""),
             e.value("policy", "strict"), ""};
     x.name = x.device + "_" + fs::path(x.solution).parent_path().filename().string() + "_" +
-             fs::path(x.solution).stem().string() + (x.policy == "strict" ? "" : "_" + x.policy);
+             fs::path(x.solution).stem().string() + (x.policy == "strict" ? "" : "_" + x.policy) +
+             (e.value("precision", "fp32") == "fp32" ? "" : "_" + e.value("precision", ""));
     for (char& c : x.name)
       if (!isalnum(static_cast<unsigned char>(c))) c = '_';
     out.push_back(x);

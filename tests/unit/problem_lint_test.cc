@@ -245,5 +245,26 @@ TEST(ProblemLint, ReferenceFailureAndBadAllowAreFindings) {
   EXPECT_FALSE(problems_clean(findings));
 }
 
+TEST(ProblemLint, Fp16OverflowOnlyWhereTheFp32ReferenceIsFinite) {
+  auto draws = draws_with([](const Distribution& d) {
+    json o = good_output();
+    o["reference_error"] = {{"output", 0}, {"nonfinite", d.name == "D2" ? 7 : 0}, {"tolerance_used", 0.2}};
+    if (d.name == "D2") o["inf"] = {7, 5};
+    return o;
+  });
+  for (auto& d : draws) d.reply["precision"] = "fp16";
+  auto findings = problem_findings(kPath, draws);
+  const ProblemFinding* f = find(findings, "overflow");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "finding");
+  EXPECT_EQ(f->distributions, std::vector<std::string>{"D2"});
+  EXPECT_NE(f->message.find("fp16 reference overflows"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("7 of 1024"), std::string::npos) << f->message;
+  EXPECT_FALSE(problems_clean(findings));
+  // fp32 lints carry no reference_error: no overflow rule.
+  EXPECT_EQ(find(problem_findings(kPath, draws_with([](const Distribution&) { return good_output(); })), "overflow"),
+            nullptr);
+}
+
 }  // namespace
 }  // namespace kbv
