@@ -1013,6 +1013,8 @@ _ext.load_inline = _guarded
     reply["matmul_n"] = n;
     reply["ok"] = true;
     return reply;
+  }
+
   // `measure {args | seed, repeats, baseline}`: memory (and, for the candidate, kernel attribution)
   // of a few untimed calls (src/worker/memory.h, docs/MEMORY.md). The candidate computes on the
   // inputs it is handed, the reference on its own draw from `seed` under the baseline's precision
@@ -1069,6 +1071,8 @@ _ext.load_inline = _guarded
     release_cached_memory(device);
     result["ok"] = true;
     return result;
+  }
+
   // Runtime audits after the trials passed (worker/audit.h): phase "first" on draw A, then
   // "second" on draw B, whose outputs are exported for the reference to check.
   json audit_call(const json& request) {

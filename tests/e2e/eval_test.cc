@@ -79,7 +79,7 @@ std::vector<Entry> manifest() {
   if (!m.is_array()) return entries;
   for (const auto& e : m) {
     Entry x{e.value("problem", ""), e.value("solution", ""), e.value("device", "cpu"), e.value("expected", ""),
-            e.value("pending", ""), e.value("policy", "strict"), e.value("precision", "fp32"), {}, ""};
+            e.value("pending", ""), e.value("policy", "strict"), e.value("precision", "fp32"), {}, "", ""};
     if (e.contains("fails_only") && e["fails_only"].is_array())
       for (const auto& d : e["fails_only"]) x.fails_only.push_back(d);
     x.audit = e.value("audit", "");
