@@ -79,7 +79,9 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
                           {"use_rel_l2", p.use_rel_l2}},
                          ms(options.timeouts.reference_s));
     if (chk.status != Reply::Status::ok) {
-      // A malformed handle is the candidate's; anything else leaves the audit incomplete.
+      // A malformed handle is the candidate's; anything else (the reference running out of
+      // device memory included) leaves the audit incomplete.
+      if (out_of_memory(chk)) return incomplete("checking the same-storage call ran out of memory", chk);
       if (chk.status == Reply::Status::failed && chk.body.value("kind", "") == "runtime_error") {
         out.candidate_failure = chk;
         out.failure_context = "runtime audit (checking the same-storage call)";

@@ -133,12 +133,15 @@ TEST(Eval, LenientPolicyRunsTheCandidateAndKeepsTheWarnings) {
   ASSERT_EQ(o.code, 0) << o.err;
   json r = json::parse(kbv::read_file(dir / "r.json").text, nullptr, false);
   ASSERT_TRUE(r.is_object()) << o.err;
-  // Upstream-like: the fallback computes with torch.relu, so the values are right.
-  EXPECT_EQ(r["verdict"], "correct") << r["message"];
+  // The fallback computes with torch.relu, so the values are right and the static finding only
+  // warns; the runtime audit, which no policy turns off, then sees no compute of its own.
+  EXPECT_EQ(r["verdict"], "rejected") << r["message"];
   EXPECT_EQ(r["protocol"]["policy"], "lenient");
-  ASSERT_EQ(r["findings"].size(), 1u) << r["findings"].dump(2);
+  ASSERT_EQ(r["findings"].size(), 2u) << r["findings"].dump(2);
   EXPECT_EQ(r["findings"][0]["rule"], "try_fallback");
   EXPECT_EQ(r["findings"][0]["severity"], "warn");
+  EXPECT_EQ(r["findings"][1]["rule"], "no_custom_compute");
+  EXPECT_EQ(r["findings"][1]["severity"], "reject");
 }
 
 }  // namespace

@@ -112,10 +112,15 @@ TEST(Timing, PointerCacheFailsTheSpotCheck) {
   Outcome o = eval("examples/level1/19_ReLU/cpu_pointer_cache.py", "cpu", {"--time-cap", "0.3", "--policy", "lenient"});
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
+  // The runtime audit's same-storage call (stale_output) catches it before timing; when it is
+  // timed, the spot checks must.
   bool found = false;
-  for (const auto& f : o.record["findings"]) found = found || f["rule"] == "spot_check_failed";
+  for (const auto& f : o.record["findings"])
+    found = found || f["rule"] == "spot_check_failed" || f["rule"] == "stale_output";
   EXPECT_TRUE(found) << o.record["findings"].dump(1);
-  EXPECT_GT(o.record["timing"]["spot_checks"]["failed"].get<int>(), 0);
+  if (o.record.contains("timing")) {
+    EXPECT_GT(o.record["timing"]["spot_checks"]["failed"].get<int>(), 0);
+  }
 }
 
 TEST(Timing, BaselineCommandPrecomputesExportsAndImports) {
