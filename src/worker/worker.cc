@@ -183,6 +183,17 @@ Outputs flatten_outputs(py::handle out, py::handle tensor_type) {
   return o;
 }
 
+// The comparison tolerance a request carries (`atol`, `rtol`, `rel_l2`, `use_rel_l2`), with
+// `fallback` for the three bounds it leaves out.
+Tolerance tolerance_from(const json& request, double fallback) {
+  Tolerance tol;
+  tol.atol = request.value("atol", fallback);
+  tol.rtol = request.value("rtol", fallback);
+  tol.rel_l2 = request.value("rel_l2", fallback);
+  tol.use_rel_l2 = request.value("use_rel_l2", true);
+  return tol;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -331,8 +342,7 @@ _ext.load_inline = _guarded
     std::string path = request.at("path");
     py::module_ torch = py::module_::import("torch");
     // Correctness reference in strict FP32: no TF32 for matmul or cuDNN.
-    torch.attr("backends").attr("cuda").attr("matmul").attr("allow_tf32") = false;
-    torch.attr("backends").attr("cudnn").attr("allow_tf32") = false;
+    set_precision("fp32");
     try {
       module = exec_source(request.at("code").get<std::string>(), path, "kbv_problem");
     } catch (py::error_already_set& e) {
@@ -406,27 +416,31 @@ _ext.load_inline = _guarded
     return json{{"ok", true}, {"seeds", seeds}};
   }
 
+  // One get_inputs() draw after torch.manual_seed(seed). `on_device`: torch.rand & co. inside
+  // get_inputs() allocate on the GPU (a torch.device("cuda") context): no host draw, no copy.
+  py::list draw_inputs(uint64_t seed, bool on_device) {
+    torch::manual_seed(seed);
+    if (!on_device) return module.attr("get_inputs")();
+    py::object ctx = py::module_::import("torch").attr("device")("cuda");
+    ctx.attr("__enter__")();
+    py::list raw;
+    try {
+      raw = module.attr("get_inputs")();
+    } catch (...) {
+      ctx.attr("__exit__")(py::none(), py::none(), py::none());
+      throw;
+    }
+    ctx.attr("__exit__")(py::none(), py::none(), py::none());
+    return raw;
+  }
+
   json make_inputs(const json& request) {
     release();
     uint64_t seed = request.at("seed").get<uint64_t>();
     double scale = request.value("scale", 1.0);
     py::list raw;
     try {
-      torch::manual_seed(seed);
-      if (device == "cuda" && request.value("input_draw", "host") == "device") {
-        // torch.rand & co. inside get_inputs() allocate on the GPU: no host draw, no copy.
-        py::object ctx = py::module_::import("torch").attr("device")("cuda");
-        ctx.attr("__enter__")();
-        try {
-          raw = module.attr("get_inputs")();
-        } catch (...) {
-          ctx.attr("__exit__")(py::none(), py::none(), py::none());
-          throw;
-        }
-        ctx.attr("__exit__")(py::none(), py::none(), py::none());
-      } else {
-        raw = module.attr("get_inputs")();
-      }
+      raw = draw_inputs(seed, device == "cuda" && request.value("input_draw", "host") == "device");
     } catch (py::error_already_set& e) {
       throw python_error("problem_error", "get_inputs() failed", e);
     }
@@ -464,21 +478,13 @@ _ext.load_inline = _guarded
     json reply = {{"ok", true}, {"args", wire}, {"reference_seconds", ref_seconds}, {"outputs", expected.size()},
                   {"output_aliases", storage_overlaps(expected, ref_inputs_after, shared_input_positions)}};
     if (precision != "fp32") {
-      Tolerance tol;
-      tol.atol = request.value("atol", 1e-2);
-      tol.rtol = request.value("rtol", 1e-2);
-      tol.rel_l2 = request.value("rel_l2", 1e-2);
-      reply["reference_error"] = fp32_cross_check(fp32_args, expected, tol);
+      reply["reference_error"] = fp32_cross_check(fp32_args, expected, tolerance_from(request, 1e-2));
     }
     return reply;
   }
 
   json check(const json& request) {
-    Tolerance tol;
-    tol.atol = request.value("atol", 1e-3);
-    tol.rtol = request.value("rtol", 1e-3);
-    tol.rel_l2 = request.value("rel_l2", 1e-3);
-    tol.use_rel_l2 = request.value("use_rel_l2", true);
+    Tolerance tol = tolerance_from(request, 1e-3);
     const json& outs = request.at("outputs");
     json comparisons = json::array();
     bool passed = true;
@@ -523,11 +529,7 @@ _ext.load_inline = _guarded
     release();
     const json& seeds = request.at("seeds");
     double scale = request.value("scale", 1.0);
-    Tolerance tol;
-    tol.atol = request.value("atol", 1e-3);
-    tol.rtol = request.value("rtol", 1e-3);
-    tol.rel_l2 = request.value("rel_l2", 1e-3);
-    tol.use_rel_l2 = request.value("use_rel_l2", true);
+    Tolerance tol = tolerance_from(request, 1e-3);
     at::Device dev = device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
     json inputs = json::array();
     json fp64;           // float64 cross-check of draw A, per output (or why it did not run)
@@ -827,16 +829,7 @@ _ext.load_inline = _guarded
     for (size_t s = 0; s < seeds.size(); ++s) {
       py::list raw;
       try {
-        torch::manual_seed(seeds[s].get<uint64_t>());
-        py::object ctx = py::module_::import("torch").attr("device")(on_device ? "cuda" : "cpu");
-        ctx.attr("__enter__")();
-        try {
-          raw = module.attr("get_inputs")();
-        } catch (...) {
-          ctx.attr("__exit__")(py::none(), py::none(), py::none());
-          throw;
-        }
-        ctx.attr("__exit__")(py::none(), py::none(), py::none());
+        raw = draw_inputs(seeds[s].get<uint64_t>(), on_device);
       } catch (py::error_already_set& e) {
         throw python_error("problem_error", "get_inputs() failed while drawing timing inputs", e);
       }
@@ -1045,15 +1038,10 @@ _ext.load_inline = _guarded
     o.kernels = role == "candidate";
     o.own_roots = worker_memory::own_roots_from_environment();
     const bool tf32 = role == "reference" && request.value("baseline", "fp32") == "tf32";
-    py::module_ torch = py::module_::import("torch");
-    auto set_tf32 = [&](bool on) {
-      torch.attr("backends").attr("cuda").attr("matmul").attr("allow_tf32") = on;
-      torch.attr("backends").attr("cudnn").attr("allow_tf32") = on;
-    };
     const char* kind = role == "candidate" ? "runtime_error" : "problem_error";
     json result;
     try {
-      if (tf32) set_tf32(true);
+      if (tf32) set_precision("tf32");
       result = worker_memory::measure(
           [&]() {
             double seconds = 0;
@@ -1063,10 +1051,10 @@ _ext.load_inline = _guarded
           },
           o);
     } catch (...) {
-      if (tf32) set_tf32(false);
+      if (tf32) set_precision("fp32");
       throw;
     }
-    if (tf32) set_tf32(false);
+    if (tf32) set_precision("fp32");
     args.clear();
     release_cached_memory(device);
     result["ok"] = true;
@@ -1087,11 +1075,7 @@ _ext.load_inline = _guarded
       return o.tensors;
     };
     if (request.value("phase", "") == "first") return audit.first(args, call, device);
-    Tolerance tol;
-    tol.atol = request.value("atol", 1e-3);
-    tol.rtol = request.value("rtol", 1e-3);
-    tol.rel_l2 = request.value("rel_l2", 1e-3);
-    tol.use_rel_l2 = request.value("use_rel_l2", true);
+    Tolerance tol = tolerance_from(request, 1e-3);
     return audit.second(args, call, device, tol, transfers);
   }
 
