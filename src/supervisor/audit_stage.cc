@@ -54,13 +54,9 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   Reply b = ref.call({{"op", "inputs"}, {"seed", seed_b}, {"scale", scale_b}, {"input_draw", p.input_draw}},
                      ms(options.timeouts.reference_s));
   if (b.status != Reply::Status::ok) return incomplete("the reference's second audit draw failed", b);
-  Reply second = cand.call({{"op", "audit"},
+  Reply second = cand.call(p.with_tolerance({{"op", "audit"},
                             {"phase", "second"},
-                            {"args", b.body["args"]},
-                            {"atol", p.atol},
-                            {"rtol", p.rtol},
-                            {"rel_l2", p.rel_l2},
-                            {"use_rel_l2", p.use_rel_l2}},
+                            {"args", b.body["args"]}}),
                            ms(options.timeouts.call_s * 2));
   if (out_of_memory(second)) return incomplete("the audit's calls ran out of memory", second);
   if (second.status != Reply::Status::ok) {
@@ -71,12 +67,8 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   }
   json stale_check = nullptr;
   if (second.body.contains("outputs") && second.body["outputs"].is_array()) {
-    Reply chk = ref.call({{"op", "check"},
-                          {"outputs", second.body["outputs"]},
-                          {"atol", p.atol},
-                          {"rtol", p.rtol},
-                          {"rel_l2", p.rel_l2},
-                          {"use_rel_l2", p.use_rel_l2}},
+    Reply chk = ref.call(p.with_tolerance({{"op", "check"},
+                          {"outputs", second.body["outputs"]}}),
                          ms(options.timeouts.reference_s));
     if (chk.status != Reply::Status::ok) {
       // A malformed handle is the candidate's; anything else (the reference running out of

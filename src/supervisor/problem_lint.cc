@@ -275,13 +275,9 @@ json lint_one(const Target& t, const ProblemLintOptions& opt, ReferenceHost& hos
       draws.push_back(draw);
       break;
     }
-    Reply r = w->call({{"op", "lint"},
+    Reply r = w->call(p.with_tolerance({{"op", "lint"},
                        {"seeds", {a, b}},
-                       {"scale", d.scale},
-                       {"atol", p.atol},
-                       {"rtol", p.rtol},
-                       {"rel_l2", p.rel_l2},
-                       {"use_rel_l2", p.use_rel_l2}},
+                       {"scale", d.scale}}),
                       timeout);
     if (r.status == Reply::Status::ok) {
       draw.reply = r.body;

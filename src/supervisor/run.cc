@@ -464,12 +464,8 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
         stopped = true;
         break;
       }
-      Reply chk = ref->call({{"op", "check"},
-                             {"outputs", out.body["outputs"]},
-                             {"atol", p.atol},
-                             {"rtol", p.rtol},
-                             {"rel_l2", p.rel_l2},
-                             {"use_rel_l2", p.use_rel_l2}},
+      Reply chk = ref->call(p.with_tolerance({{"op", "check"},
+                             {"outputs", out.body["outputs"]}}),
                             ms(options.timeouts.reference_s));
       cand->call({{"op", "release"}}, ms(options.timeouts.call_s));
       ref->call({{"op", "release"}}, ms(options.timeouts.reference_s));

@@ -6,6 +6,14 @@
 
 namespace kbv {
 
+nlohmann::json Protocol::with_tolerance(nlohmann::json request) const {
+  request["atol"] = atol;
+  request["rtol"] = rtol;
+  request["rel_l2"] = rel_l2;
+  request["use_rel_l2"] = use_rel_l2;
+  return request;
+}
+
 nlohmann::json Protocol::to_json() const {
   nlohmann::json dists = nlohmann::json::array();
   for (const auto& d : distributions) dists.push_back({{"name", d.name}, {"scale", d.scale}});

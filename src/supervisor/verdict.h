@@ -38,6 +38,9 @@ struct Protocol {
   TimingProtocol timing;                    // the timing engine's knobs (docs/TIMING.md)
 
   nlohmann::json to_json() const;
+  // `request` with this protocol's comparison tolerance (`atol`, `rtol`, `rel_l2`, `use_rel_l2`)
+  // added: every worker request that compares outputs carries it.
+  nlohmann::json with_tolerance(nlohmann::json request) const;
 };
 
 // Upstream KernelBench: trial seeds drawn from seed 42, allclose at 1e-2, no hidden distributions.
