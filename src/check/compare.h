@@ -32,7 +32,20 @@ struct Comparison {
   nlohmann::json to_json() const;
 };
 
-Comparison compare_tensors(const at::Tensor& expected, const at::Tensor& actual, const Tolerance& tolerance);
+// Compared `chunk` elements at a time (float64 temporaries of about 8 x chunk bytes each, so the
+// memory a comparison needs does not grow with the output); the result does not depend on it.
+Comparison compare_tensors(const at::Tensor& expected, const at::Tensor& actual, const Tolerance& tolerance,
+                           int64_t chunk = int64_t{1} << 24);
+
+// Count, mean, standard deviation (n-1) and largest magnitude of the finite values of a tensor
+// (all of them for integer and bool tensors), in float64, `chunk` elements at a time.
+struct ValueStats {
+  int64_t count = 0;
+  double mean = 0.0;
+  double std = 0.0;
+  double max_abs = 0.0;
+};
+ValueStats finite_stats(const at::Tensor& t, int64_t chunk = int64_t{1} << 24);
 
 // Bitwise-equal values (NaN equal to NaN), same shape and dtype: for "inputs unchanged".
 bool same_values(const at::Tensor& a, const at::Tensor& b);

@@ -5,12 +5,15 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #endif
 
@@ -105,18 +108,40 @@ bool cuda_internal(const std::string& file) {
   return has("libcupti") || has("libcuda.so") || has("libcudart") || has("libcuda-");
 }
 
-// The first caller outside the CUDA runtime, the driver, CUPTI and this module.
-std::string launcher_from_stack() {
+// KBV_CUPTI_DEBUG=1: each of the first 64 launch callbacks is described on stderr (the worker's
+// log): the API, the kernel, the frames walked and the launcher found.
+bool debug_launches() {
+  static const bool on = [] {
+    const char* v = std::getenv("KBV_CUPTI_DEBUG");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+// The first caller outside the CUDA runtime, the driver, CUPTI and this module. `trace`: the files
+// of the frames walked, for KBV_CUPTI_DEBUG.
+std::string launcher_from_stack(std::string* trace = nullptr) {
   void* frames[48];
   int n = backtrace(frames, 48);
   const std::string& self = state().self;
   for (int i = 1; i < n; ++i) {
     std::string file = file_of(frames[i]);
+    if (trace) *trace += (file.empty() ? std::string("?") : file) + " <- ";
     if (file.empty()) return "";
     if (file == self || cuda_internal(file)) continue;
     return file;
   }
   return "";
+}
+
+void describe_launch(const CUpti_CallbackData* cb, const char* how, const std::string& launcher,
+                     const std::string& trace) {
+  static std::atomic<int> shown{0};
+  if (shown.fetch_add(1) >= 64) return;
+  std::fprintf(stderr, "kbv cupti: %s %s kernel=%s correlation=%u launcher=%s%s%s\n",
+               cb->functionName ? cb->functionName : "?", how, cb->symbolName ? cb->symbolName : "?",
+               cb->correlationId, launcher.empty() ? "(unresolved)" : launcher.c_str(),
+               trace.empty() ? "" : " stack: ", trace.c_str());
 }
 
 thread_local int runtime_launch_depth = 0;
@@ -132,6 +157,11 @@ bool runtime_launch(CUpti_CallbackId id) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+#if CUDART_VERSION >= 13000
+    // CUDA 13's <<<>>>: the compiler-made stub passes a cudaKernel_t handle, not its own address.
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
+#endif
       return true;
     default:
       return false;
@@ -180,13 +210,20 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, co
       return;
     }
     ++runtime_launch_depth;
+    const bool debug = debug_launches();
+    std::string trace;
     const void* stub = runtime_stub(id, cb->functionParams);
-    runtime_launcher = stub ? file_of(stub) : launcher_from_stack();
+    runtime_launcher = stub ? file_of(stub) : launcher_from_stack(debug ? &trace : nullptr);
+    if (debug) describe_launch(cb, stub ? "runtime/stub" : "runtime/stack", runtime_launcher, trace);
     std::lock_guard<std::mutex> lock(s.mu);
     s.launchers[cb->correlationId] = runtime_launcher;
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && driver_launch(id) && cb->callbackSite == CUPTI_API_ENTER) {
     // A driver launch made by the runtime belongs to the runtime call's launcher.
-    std::string launcher = runtime_launch_depth > 0 ? runtime_launcher : launcher_from_stack();
+    const bool debug = debug_launches();
+    std::string trace;
+    std::string launcher =
+        runtime_launch_depth > 0 ? runtime_launcher : launcher_from_stack(debug ? &trace : nullptr);
+    if (debug) describe_launch(cb, runtime_launch_depth > 0 ? "driver/runtime's" : "driver/stack", launcher, trace);
     std::lock_guard<std::mutex> lock(s.mu);
     s.launchers[cb->correlationId] = launcher;
   }

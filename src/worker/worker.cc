@@ -653,28 +653,27 @@ _ext.load_inline = _guarded
       };
       o["nan"] = {count(a[i], true), count(b[i], true)};
       o["inf"] = {count(a[i], false), count(b[i], false)};
-      at::Tensor bd = b[i].to(at::kDouble);
-      at::Tensor finite = floating ? bd.isfinite() : at::ones_like(bd, at::kBool);
-      at::Tensor vals = bd.masked_select(finite);
-      if (vals.numel() > 0) {
-        o["mean"] = vals.mean().item<double>();
-        o["std"] = vals.numel() > 1 ? vals.std().item<double>() : 0.0;
-        o["max_abs"] = vals.abs().max().item<double>();
+      ValueStats stats = finite_stats(b[i]);
+      if (stats.count > 0) {
+        o["mean"] = stats.mean;
+        o["std"] = stats.std;
+        o["max_abs"] = stats.max_abs;
       }
       json other = compare_tensors(b[i], a[i], tol).to_json();
       other["bitwise_equal"] = same_values(b[i], a[i]);
       o["other_draw"] = other;
-      o["zeros"] = compare_tensors(b[i], at::zeros_like(b[i]), tol).to_json();
-      at::Tensor ad = a[i].to(at::kDouble);
-      at::Tensor a_vals = ad.masked_select(floating ? ad.isfinite() : at::ones_like(ad, at::kBool));
-      double c = a_vals.numel() > 0 ? a_vals.mean().item<double>() : 0.0;
+      // One scalar broadcast to the output's shape: no output-sized copy.
+      auto filled = [&](const at::Scalar& v) { return at::full({}, v, b[i].options()).expand(b[i].sizes()); };
+      o["zeros"] = compare_tensors(b[i], filled(0), tol).to_json();
+      ValueStats a_stats = finite_stats(a[i]);
+      double c = a_stats.count > 0 ? a_stats.mean : 0.0;
       at::Tensor constant;
       if (b[i].scalar_type() == at::kBool)
-        constant = at::full_like(b[i], c >= 0.5);
+        constant = filled(c >= 0.5);
       else if (!floating)
-        constant = at::full_like(b[i], static_cast<int64_t>(std::llround(c)));
+        constant = filled(static_cast<int64_t>(std::llround(c)));
       else
-        constant = at::full_like(b[i], c);
+        constant = filled(c);
       json cj = compare_tensors(b[i], constant, tol).to_json();
       cj["value"] = c;
       o["constant"] = cj;

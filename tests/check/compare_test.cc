@@ -100,6 +100,67 @@ TEST(Compare, ZeroReferenceUsesElementwiseOnly) {
   EXPECT_EQ(c.rel_l2_error, -1.0);
 }
 
+// The comparison runs in chunks so that its float64 temporaries stay small on multi-GiB outputs:
+// every chunk size gives the whole-tensor answer (counts, first index, values, norms), also on a
+// non-contiguous output, with NaN, Inf and integers.
+TEST(Compare, ChunkedEqualsWhole) {
+  at::manual_seed(7);
+  at::Tensor e = at::randn({37, 23}).t();  // non-contiguous: logical order must be kept
+  at::Tensor a = e + 1e-5 * at::randn({23, 37});
+  a[4][30] = 9.0;
+  a[19][2] = -3.0;
+  e[10][10] = std::numeric_limits<float>::quiet_NaN();
+  a[10][10] = std::numeric_limits<float>::quiet_NaN();
+  e[11][11] = std::numeric_limits<float>::infinity();
+  a[11][11] = -std::numeric_limits<float>::infinity();
+  Comparison whole = compare_tensors(e, a, Tolerance{}, int64_t{1} << 30);
+  ASSERT_EQ(whole.mismatches, 3) << whole.reason;
+  ASSERT_EQ(whole.first_bad_index, (std::vector<int64_t>{4, 30}));
+  for (int64_t chunk : {1, 7, 64, 851, 10000}) {
+    Comparison c = compare_tensors(e, a, Tolerance{}, chunk);
+    EXPECT_EQ(c.mismatches, whole.mismatches) << "chunk " << chunk;
+    EXPECT_EQ(c.first_bad_index, whole.first_bad_index) << "chunk " << chunk;
+    EXPECT_DOUBLE_EQ(c.expected_value, whole.expected_value) << "chunk " << chunk;
+    EXPECT_DOUBLE_EQ(c.actual_value, whole.actual_value) << "chunk " << chunk;
+    EXPECT_DOUBLE_EQ(c.max_abs_error, whole.max_abs_error) << "chunk " << chunk;
+    EXPECT_NEAR(c.rel_l2_error, whole.rel_l2_error, 1e-12 * whole.rel_l2_error) << "chunk " << chunk;
+    EXPECT_EQ(c.reason, whole.reason) << "chunk " << chunk;
+  }
+  // The L2 floor is judged on the whole tensor, not per chunk.
+  at::Tensor tiny = at::full({1000}, 1e-6);
+  Comparison z = compare_tensors(tiny, at::zeros({1000}), Tolerance{}, 3);
+  EXPECT_FALSE(z.passed);
+  EXPECT_NEAR(z.rel_l2_error, 1.0, 1e-12);
+  at::Tensor ints = at::arange(100, at::kLong);
+  at::Tensor ints_bad = ints.clone();
+  ints_bad[57] = -5;
+  Comparison i = compare_tensors(ints, ints_bad, Tolerance{}, 8);
+  EXPECT_EQ(i.first_bad_index, (std::vector<int64_t>{57}));
+  EXPECT_DOUBLE_EQ(i.max_abs_error, 62.0);
+}
+
+TEST(FiniteStats, ChunkedEqualsWholeAndSkipsNonFinite) {
+  at::manual_seed(3);
+  at::Tensor t = at::randn({50, 41}) * 3 + 2;
+  t[3][3] = std::numeric_limits<float>::quiet_NaN();
+  t[7][1] = std::numeric_limits<float>::infinity();
+  at::Tensor d = t.to(at::kDouble);
+  at::Tensor vals = d.masked_select(d.isfinite());
+  for (int64_t chunk : {1, 5, 333, 1 << 20}) {
+    ValueStats s = finite_stats(t, chunk);
+    EXPECT_EQ(s.count, 50 * 41 - 2) << "chunk " << chunk;
+    EXPECT_NEAR(s.mean, vals.mean().item<double>(), 1e-12) << "chunk " << chunk;
+    EXPECT_NEAR(s.std, vals.std().item<double>(), 1e-12) << "chunk " << chunk;
+    EXPECT_DOUBLE_EQ(s.max_abs, vals.abs().max().item<double>()) << "chunk " << chunk;
+  }
+  ValueStats none = finite_stats(at::full({4}, std::numeric_limits<float>::quiet_NaN()));
+  EXPECT_EQ(none.count, 0);
+  ValueStats ints = finite_stats(at::arange(5, at::kLong), 2);
+  EXPECT_EQ(ints.count, 5);
+  EXPECT_DOUBLE_EQ(ints.mean, 2.0);
+  EXPECT_DOUBLE_EQ(ints.max_abs, 4.0);
+}
+
 TEST(SameValues, DetectsMutationAndTreatsNanAsEqual) {
   at::Tensor a = at::rand({5});
   a[2] = std::numeric_limits<float>::quiet_NaN();
