@@ -24,12 +24,18 @@ json not_measured(const std::string& reason) { return json{{"measured", false}, 
 
 }  // namespace
 
-json merge_compute(json& record, const json& compute) {
+json merge_compute(json& record, const json& compute, bool upstream) {
   if (!compute.is_object()) return nullptr;
   bool ours_measured = compute.value("method", "") == "cupti";
   if (ours_measured || !record.contains("compute")) record["compute"] = compute;
   if (!ours_measured) return nullptr;
-  return compute::no_custom_compute_finding(compute);
+  json finding = compute::no_custom_compute_finding(compute);
+  if (upstream && finding.is_object()) {
+    finding["severity"] = "warn";
+    finding["message"] = finding.value("message", "") + " (a warning: --protocol kernelbench reproduces upstream, "
+                                                         "which has no runtime audits)";
+  }
+  return finding;
 }
 
 void measure_phase(json& record, WorkerProcess& cand, WorkerProcess& ref, const EvalOptions& options, uint64_t seed) {
@@ -50,7 +56,7 @@ void measure_phase(json& record, WorkerProcess& cand, WorkerProcess& ref, const 
     } else {
       candidate = m.body.value("memory", json::object());
       if (m.body.contains("compute")) {
-        json finding = merge_compute(record, m.body["compute"]);
+        json finding = merge_compute(record, m.body["compute"], options.protocol.name == "kernelbench");
         if (!finding.is_null()) record["findings"].push_back(finding);
       }
     }

@@ -21,7 +21,8 @@ void measure_phase(nlohmann::json& record, WorkerProcess& candidate, WorkerProce
 
 // Merges a worker's `compute` into the record: a measured GPU attribution ("cupti") wins over
 // any other; otherwise an existing `compute` (the CPU audit's) is kept. Returns the finding to
-// add (no_custom_compute) or null.
-nlohmann::json merge_compute(nlohmann::json& record, const nlohmann::json& compute);
+// add (no_custom_compute) or null. `upstream` (--protocol kernelbench, which has no runtime
+// audits): the finding only warns.
+nlohmann::json merge_compute(nlohmann::json& record, const nlohmann::json& compute, bool upstream = false);
 
 }  // namespace kbv

@@ -3,7 +3,9 @@
 
 #ifdef KBV_WITH_CUPTI
 #include <dlfcn.h>
+#include <elf.h>
 #include <execinfo.h>
+#include <link.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,9 @@ namespace kbv::cupti {
 
 bool built() { return false; }
 std::string enable(unsigned) { return "this kbv worker was built without CUPTI (no CUDA toolkit with libcupti)"; }
+std::string object_of_kernel(const std::string&, uint64_t, const std::function<bool(const std::string&)>&) {
+  return "";
+}
 void disable(unsigned) {}
 Records take() { return {}; }
 uint64_t now_ns() { return 0; }
@@ -37,7 +42,11 @@ constexpr size_t kBufferBytes = 8u << 20;
 struct State {
   std::mutex mu;
   Records records;
-  std::unordered_map<uint32_t, std::string> launchers;  // correlation id -> launching shared object
+  struct Launch {
+    std::string file;       // the shared object of the launch site ("" when unresolved)
+    uint64_t function = 0;  // the launch's function argument (stub address or kernel handle)
+  };
+  std::unordered_map<uint32_t, Launch> launchers;  // by correlation id
   unsigned enabled = 0;
   bool callbacks_registered = false;
   CUpti_SubscriberHandle subscriber = nullptr;
@@ -134,18 +143,20 @@ std::string launcher_from_stack(std::string* trace = nullptr) {
   return "";
 }
 
-void describe_launch(const CUpti_CallbackData* cb, const char* how, const std::string& launcher,
+void describe_launch(const CUpti_CallbackData* cb, const char* how, uint64_t function, const std::string& launcher,
                      const std::string& trace) {
   static std::atomic<int> shown{0};
   if (shown.fetch_add(1) >= 64) return;
-  std::fprintf(stderr, "kbv cupti: %s %s kernel=%s correlation=%u launcher=%s%s%s\n",
+  std::fprintf(stderr, "kbv cupti: %s %s kernel=%s function=0x%llx correlation=%u launcher=%s%s%s\n",
                cb->functionName ? cb->functionName : "?", how, cb->symbolName ? cb->symbolName : "?",
-               cb->correlationId, launcher.empty() ? "(unresolved)" : launcher.c_str(),
+               static_cast<unsigned long long>(function), cb->correlationId,
+               launcher.empty() ? "(unresolved)" : launcher.c_str(),
                trace.empty() ? "" : " stack: ", trace.c_str());
 }
 
 thread_local int runtime_launch_depth = 0;
 thread_local std::string runtime_launcher;
+thread_local uint64_t runtime_function = 0;
 
 bool runtime_launch(CUpti_CallbackId id) {
   switch (id) {
@@ -212,20 +223,32 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, co
     ++runtime_launch_depth;
     const bool debug = debug_launches();
     std::string trace;
+    // The stub's address names its object; with CUDA 13 the argument may be a kernel handle
+    // instead (no object), and then the stack names the caller.
     const void* stub = runtime_stub(id, cb->functionParams);
-    runtime_launcher = stub ? file_of(stub) : launcher_from_stack(debug ? &trace : nullptr);
-    if (debug) describe_launch(cb, stub ? "runtime/stub" : "runtime/stack", runtime_launcher, trace);
+    runtime_launcher = stub ? file_of(stub) : "";
+    runtime_function = reinterpret_cast<uint64_t>(stub);
+    const char* how = "runtime/stub";
+    if (runtime_launcher.empty()) {
+      runtime_launcher = launcher_from_stack(debug ? &trace : nullptr);
+      how = stub ? "runtime/handle+stack" : "runtime/stack";
+    }
+    if (debug) describe_launch(cb, how, runtime_function, runtime_launcher, trace);
     std::lock_guard<std::mutex> lock(s.mu);
-    s.launchers[cb->correlationId] = runtime_launcher;
+    s.launchers[cb->correlationId] = {runtime_launcher, runtime_function};
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && driver_launch(id) && cb->callbackSite == CUPTI_API_ENTER) {
     // A driver launch made by the runtime belongs to the runtime call's launcher.
     const bool debug = debug_launches();
     std::string trace;
-    std::string launcher =
-        runtime_launch_depth > 0 ? runtime_launcher : launcher_from_stack(debug ? &trace : nullptr);
-    if (debug) describe_launch(cb, runtime_launch_depth > 0 ? "driver/runtime's" : "driver/stack", launcher, trace);
+    const bool inherited = runtime_launch_depth > 0 && !runtime_launcher.empty();
+    std::string launcher = inherited ? runtime_launcher : launcher_from_stack(debug ? &trace : nullptr);
+    if (debug)
+      describe_launch(cb, inherited ? "driver/runtime's" : "driver/stack", runtime_launch_depth > 0 ? runtime_function : 0,
+                      launcher, trace);
     std::lock_guard<std::mutex> lock(s.mu);
-    s.launchers[cb->correlationId] = launcher;
+    auto& entry = s.launchers[cb->correlationId];
+    entry.file = launcher;
+    if (runtime_launch_depth > 0) entry.function = runtime_function;
   }
 }
 
@@ -242,9 +265,84 @@ std::string enable_callbacks(State& s) {
   return r == CUPTI_SUCCESS ? "" : "cuptiEnableDomain: " + error_text(r);
 }
 
+// Function symbols named `name` in the ELF file at `path` (.symtab and .dynsym; a stub may be
+// local), as offsets from the object's load base. Malformed files give nothing.
+std::vector<uint64_t> elf_function_offsets(const std::string& path, const std::string& name) {
+  std::vector<uint64_t> found;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return found;
+  std::string data;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
+  std::fclose(f);
+  auto fits = [&](uint64_t off, uint64_t len) { return off <= data.size() && len <= data.size() - off; };
+  if (!fits(0, sizeof(Elf64_Ehdr)) || std::memcmp(data.data(), ELFMAG, SELFMAG) != 0 ||
+      data[EI_CLASS] != ELFCLASS64)
+    return found;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, data.data(), sizeof eh);
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || !fits(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr))) return found;
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  std::memcpy(sections.data(), data.data() + eh.e_shoff, sections.size() * sizeof(Elf64_Shdr));
+  for (const auto& sh : sections) {
+    if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || sh.sh_link >= sections.size()) continue;
+    const Elf64_Shdr& strtab = sections[sh.sh_link];
+    if (sh.sh_entsize != sizeof(Elf64_Sym) || !fits(sh.sh_offset, sh.sh_size) || !fits(strtab.sh_offset, strtab.sh_size))
+      continue;
+    for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= sh.sh_size; off += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, data.data() + sh.sh_offset + off, sizeof sym);
+      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF || sym.st_name >= strtab.sh_size) continue;
+      const char* s = data.data() + strtab.sh_offset + sym.st_name;
+      size_t len = strnlen(s, strtab.sh_size - sym.st_name);
+      if (name.size() == len && name.compare(0, len, s, len) == 0) found.push_back(sym.st_value);
+    }
+  }
+  return found;
+}
+
+struct LoadedObject {
+  std::string path;
+  uint64_t base = 0;
+};
+
+std::vector<LoadedObject> loaded_objects() {
+  std::vector<LoadedObject> objects;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        if (info->dlpi_name && *info->dlpi_name)
+          static_cast<std::vector<LoadedObject>*>(data)->push_back({info->dlpi_name, info->dlpi_addr});
+        return 0;
+      },
+      &objects);
+  return objects;
+}
+
 }  // namespace
 
 bool built() { return true; }
+
+std::string object_of_kernel(const std::string& name, uint64_t function,
+                             const std::function<bool(const std::string&)>& own) {
+  if (name.empty() || function == 0) return "";
+  for (const auto& object : loaded_objects()) {
+    if (!own(object.path)) continue;
+    for (uint64_t offset : elf_function_offsets(object.path, name)) {
+      const void* stub = reinterpret_cast<const void*>(object.base + offset);
+      if (reinterpret_cast<uint64_t>(stub) == function) return object.path;
+      cudaKernel_t handle = nullptr;
+      bool same = cudaGetKernel(&handle, stub) == cudaSuccess && reinterpret_cast<uint64_t>(handle) == function;
+      cudaGetLastError();  // a symbol that is no kernel leaves no error behind for torch to find
+      if (debug_launches())
+        std::fprintf(stderr, "kbv cupti: %s: %s at 0x%llx has handle 0x%llx; the launch passed 0x%llx\n",
+                     object.path.c_str(), name.c_str(), static_cast<unsigned long long>(object.base + offset),
+                     reinterpret_cast<unsigned long long>(handle), static_cast<unsigned long long>(function));
+      if (same) return object.path;
+    }
+  }
+  return "";
+}
 
 std::string enable(unsigned kinds) {
   State& s = state();
@@ -296,7 +394,10 @@ Records take() {
   s.records = Records{};
   for (auto& k : out.kernels) {
     auto it = s.launchers.find(k.correlation);
-    if (it != s.launchers.end()) k.launcher = it->second;
+    if (it != s.launchers.end()) {
+      k.launcher = it->second.file;
+      k.function = it->second.function;
+    }
   }
   s.launchers.clear();
   return out;

@@ -7,6 +7,7 @@
 // thread-safe.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct KernelRecord {
   uint64_t end_ns = 0;
   uint32_t correlation = 0;
   std::string launcher;  // the shared object holding the launch site; "" when unresolved
+  uint64_t function = 0;  // the launch's function argument: a host stub or (CUDA 13) a kernel handle
 };
 
 struct Records {
@@ -51,6 +53,14 @@ std::string enable(unsigned kinds);
 void disable(unsigned kinds);
 // Delivers every record still buffered, then hands over (and forgets) all records so far.
 Records take();
+// The loaded shared object, among those `own` accepts (by path), that registered the kernel
+// `name` (its mangled name, also the symbol of its host stub) under the launch argument `function`:
+// its stub's symbol is looked up in the object's ELF symbol tables and the stub's kernel handle
+// compared with `function`, so a function that merely has the name proves nothing. For launches
+// whose stub is not an address and whose stack does not name the launcher. "" when none.
+std::string object_of_kernel(const std::string& name, uint64_t function,
+                             const std::function<bool(const std::string&)>& own);
+
 // CUPTI's clock, the one its records carry (ns); 0 without CUPTI.
 uint64_t now_ns();
 // Records dropped because CUPTI ran out of buffer space (a measurement with drops is not exact).

@@ -261,6 +261,19 @@ json measure_cuda(const std::function<void()>& call, const MeasureOptions& o) {
       for (const auto& r : o.own_roots) roots.push_back(canonical(r));
       std::map<std::string, std::string> resolved;
       std::vector<compute::KernelRun> runs;
+      auto own = [&](const std::string& object) {
+        return compute::classify_launcher(canonical(object), roots) == compute::Origin::own;
+      };
+      // Launches neither the stub nor the stack placed (CUDA 13 passes kernel handles): the own
+      // object whose stub of that name has that handle, if any.
+      std::map<std::pair<std::string, uint64_t>, std::string> by_handle;
+      for (auto& k : kernels) {
+        if (!k.launcher.empty() || k.function == 0) continue;
+        auto key = std::make_pair(k.name, k.function);
+        auto h = by_handle.find(key);
+        if (h == by_handle.end()) h = by_handle.emplace(key, cupti::object_of_kernel(k.name, k.function, own)).first;
+        k.launcher = h->second;
+      }
       for (const auto& k : kernels) {
         auto it = resolved.find(k.launcher);
         if (it == resolved.end()) it = resolved.emplace(k.launcher, canonical(k.launcher)).first;

@@ -832,9 +832,15 @@ _ext.load_inline = _guarded
       } catch (py::error_already_set& e) {
         throw python_error("problem_error", "get_inputs() failed while drawing timing inputs", e);
       }
+      // Bytes as the call sees them: floating inputs in the evaluated precision.
       uint64_t bytes = 0;
-      for (auto item : raw)
-        if (THPVariable_Check(item.ptr())) bytes += THPVariable_Unpack(item.ptr()).nbytes();
+      for (auto item : raw) {
+        if (!THPVariable_Check(item.ptr())) continue;
+        const at::Tensor& t = THPVariable_Unpack(item.ptr());
+        bytes += precision != "fp32" && at::isFloatingType(t.scalar_type())
+                     ? static_cast<uint64_t>(t.numel()) * c10::elementSize(dtype)
+                     : t.nbytes();
+      }
       if (s >= 2 && (s + 1) * bytes > max_bytes) break;
       std::vector<at::Tensor> tensors;
       std::vector<py::object> args;
@@ -843,6 +849,7 @@ _ext.load_inline = _guarded
         py::object item = raw[i];
         if (THPVariable_Check(item.ptr())) {
           at::Tensor t = THPVariable_Unpack(item.ptr()).to(dev);
+          if (precision != "fp32") t = cast_floating(t, dtype);  // as the correctness inputs
           wire.push_back(time_transfers.export_tensor(t));
           tensors.push_back(t);
           // The reference computes on a copy: an in-place reference must not change the set.

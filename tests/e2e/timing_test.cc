@@ -196,7 +196,8 @@ TEST(TimingGpu, SkipLargeIsCaughtAtDefaultTrials) {
 
 TEST(TimingGpu, L2FlushMakesASmallInputSlower) {
   if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: the L2 flush is a GPU matter";
-  // The reference as its own candidate on a 4 MiB ReLU: cache-hot without the flush.
+  // The reference as its own candidate on a 4 MiB ReLU: cache-hot without the flush. It has no
+  // kernel of its own, so only upstream's protocol (no runtime audit) lets it be timed.
   fs::path dir = scratch("l2");
   std::string problem = (kSource / "bench/problems/level1/2_Small_relu.py").string();
   fs::path sol = dir / "candidate.py";
@@ -204,7 +205,7 @@ TEST(TimingGpu, L2FlushMakesASmallInputSlower) {
   auto timed = [&](std::vector<std::string> extra) {
     fs::path out = dir / "r.json";
     std::vector<std::string> args = {"eval", "--problem", problem, "--solution", sol.string(), "--device", "cuda",
-                                     "--trials", "1", "--policy", "lenient", "--json", out.string()};
+                                     "--trials", "1", "--policy", "lenient", "--protocol", "kernelbench", "--json", out.string()};
     args.insert(args.end(), extra.begin(), extra.end());
     Outcome o = kbv_run(args, out);
     EXPECT_EQ(o.record["verdict"], "correct") << o.output;

@@ -266,6 +266,12 @@ TEST(MemoryPhase, GpuAttributionWinsOverTheCpuAuditAndNotMeasuredKeepsIt) {
   json f = merge_compute(record, compute::compute_json({{"sgemm", 0, 10, compute::Origin::library}}, "cupti"));
   EXPECT_EQ(record["compute"]["method"], "cupti");
   EXPECT_EQ(f["rule"], "no_custom_compute");
+  EXPECT_EQ(f["severity"], "reject");
+  // --protocol kernelbench reproduces upstream (no runtime audits): the same finding only warns.
+  json upstream = merge_compute(record, compute::compute_json({{"sgemm", 0, 10, compute::Origin::library}}, "cupti"), true);
+  EXPECT_EQ(upstream["rule"], "no_custom_compute");
+  EXPECT_EQ(upstream["severity"], "warn");
+  EXPECT_NE(upstream["message"].get<std::string>().find("--protocol kernelbench"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# GPU verification in stages, for the device tool's short calls (each stage's logs and JSON under
+# $OUT/<stage>/). A stage that needs the build runs `build` first when build-gpu/kbv is missing.
+#   scripts/device-verify.sh build prebuild memory      one call
+#   scripts/device-verify.sh timing-tests bf16           the next (the machine still warm)
+# Stages:
+#   build         cmake + ninja into build-gpu/ (scripts/device.sh --build-only)
+#   prebuild      every CUDA example compiled into the test cache at once (16 cores), so the
+#                 GPU tests and the self-test that follow find them built (KBV_PREBUILD: an
+#                 extended regex of the paths to build, default all)
+#   memory        bench/memory.sh (the measured memory table) with KBV_CUPTI_DEBUG=1
+#   memory-tests  the MemoryGpu.* tests, one at a time
+#   timing-tests  the TimingGpu.* tests, one at a time
+#   bf16          the bf16 CUDA examples (GEMM, RMSNorm) at --precision bf16
+#   selftest      kbv selftest --device cuda (the CUDA confusion matrix), timing off
+#   suite-times   bench/suite_times.py (TF32 and FP32 reference times of every problem)
+#   aa|repeat|overhead|side_stream|protocol|tf32   bench/bench.py's timing benchmarks
+# KBV_STAGE_TIMEOUT (seconds, default 540) bounds each command of a stage.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=${OUT:-$root/build-gpu/out}
+python=${KBV_PYTHON:-/opt/torch/.venv/bin/python3}
+export KBV_PYTHON=$python
+build=$root/build-gpu
+cache=$build/test-cache  # the tests' KBV_TEST_CACHE
+limit=${KBV_STAGE_TIMEOUT:-540}
+mkdir -p "$out"
+
+say() { echo "[$(date -u +%T)] $*"; }
+
+gtest_one_by_one() {  # $1: stage dir, $2: gtest filter of the suite
+  local dir=$1 suite=$2 t
+  for t in $("$build/tests/kbv_e2e_tests" --gtest_list_tests --gtest_filter="$suite" | awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
+    local t0=$SECONDS
+    timeout "$limit" "$build/tests/kbv_e2e_tests" --gtest_filter="$t" > "$dir/$t.log" 2>&1
+    local rc=$?
+    say "$t rc=$rc $((SECONDS - t0))s"
+    [[ $rc -eq 0 ]] || grep -E "Failure|Expected|Which is|actual|error" "$dir/$t.log" | head -8
+  done
+}
+
+stage() {
+  local name=$1 dir=$out/$1
+  mkdir -p "$dir"
+  if [[ $name != build && ! -x $build/kbv ]]; then stage build || return 1; fi
+  say "stage $name"
+  local t0=$SECONDS
+  case $name in
+    build)
+      OUT=$dir scripts/device.sh --build-only > "$dir/stdout.log" 2>&1 || { tail -20 "$dir/stdout.log"; return 1; } ;;
+    prebuild)
+      find examples -name 'cuda_*.py' | grep -E "${KBV_PREBUILD:-.}" | sort | xargs -P 12 -I{} sh -c \
+        'timeout '"$limit"' "$0" build --solution "$1" --device cuda --cache-dir "$2" > "$3/$(echo "$1" | tr / _).log" 2>&1 || echo "prebuild failed: $1"' \
+        "$build/kbv" {} "$cache" "$dir" ;;
+    memory)
+      KBV_CUPTI_DEBUG=1 KBV_CACHE_DIR=$cache OUT=$dir KBV=$build/kbv timeout "$limit" bench/memory.sh > "$dir/stdout.log" 2>&1
+      tail -30 "$dir/stdout.log"
+      grep -rh "kbv cupti:" "$cache" 2>/dev/null | sort | uniq -c | sort -rn | head -40 > "$dir/cupti-launches.txt" ;;
+    memory-tests) gtest_one_by_one "$dir" 'MemoryGpu.*' ;;
+    timing-tests) gtest_one_by_one "$dir" 'TimingGpu.*' ;;
+    bf16)
+      for c in "problems/level1/1_Square_matrix_multiplication_.py|examples/level1/1_Square_matrix_multiplication_/cuda_bf16.py" \
+               "problems/level1/115_RMSNorm.py|examples/level1/115_RMSNorm/cuda_bf16.py"; do
+        IFS='|' read -r problem solution <<<"$c"
+        local n; n=$(basename "$(dirname "$solution")")
+        timeout "$limit" "$build/kbv" eval --problem "$problem" --solution "$solution" --device cuda --precision bf16 \
+          --cache-dir "$cache" --json "$dir/$n.json" > "$dir/$n.log" 2>&1
+        say "$n rc=$?"; tail -12 "$dir/$n.log"
+      done ;;
+    selftest)
+      timeout "$limit" "$build/kbv" selftest --device cuda --trials 1 --timing off --cache-dir "$cache" \
+        --json "$dir/selftest.json" > "$dir/selftest.txt" 2>&1
+      say "selftest rc=$?"; tail -40 "$dir/selftest.txt" ;;
+    suite-times)
+      timeout "$limit" "$python" bench/suite_times.py --json "$dir/suite_times.json" > "$dir/stdout.log" 2>&1
+      say "suite_times rc=$?"; tail -5 "$dir/stdout.log" ;;
+    aa|repeat|overhead|side_stream|protocol|tf32)
+      OUT=$dir timeout "$limit" "$python" bench/bench.py "$name" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} > "$dir/stdout.log" 2> "$dir/stderr.log"
+      say "bench $name rc=$?"; tail -30 "$dir/stdout.log"; tail -5 "$dir/stderr.log" ;;
+    *) echo "device-verify: unknown stage '$name'"; return 2 ;;
+  esac
+  say "stage $name done in $((SECONDS - t0))s"
+}
+
+[[ $# -gt 0 ]] || { sed -n 2,20p "$0"; exit 2; }
+{ date -u; nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv 2>&1; } > "$out/device.txt"
+for s in "$@"; do stage "$s"; done
