@@ -47,6 +47,7 @@ struct CommonFlags {
   std::string timing = "on";
   double rse = -1, time_cap = -1;
   int timing_sets = -1;
+  std::string timing_inputs;
   int64_t flush_bytes = -1;
   std::vector<std::string> baselines;
 
@@ -58,7 +59,13 @@ struct CommonFlags {
         ->check(CLI::PositiveNumber);
     app->add_option("--time-cap", time_cap, "seconds of sampling per timed callable at most (default 1)")
         ->check(CLI::PositiveNumber);
-    app->add_option("--timing-sets", timing_sets, "input sets cycled through while timing (default 4)")
+    app->add_option("--timing-inputs", timing_inputs,
+                    "fresh (a new get_inputs() draw before every timed call, recomputed by the reference for spot "
+                    "checks: no cache keyed on pointer, shape or content gains) or sets (--timing-sets input sets "
+                    "cycled through); default fresh, sets when --timing-sets is given")
+        ->check(CLI::IsMember({"fresh", "sets"}));
+    app->add_option("--timing-sets", timing_sets, "input sets cycled through while timing with --timing-inputs sets "
+                                                  "(default 4)")
         ->check(CLI::PositiveNumber);
     app->add_option("--flush-bytes", flush_bytes, "bytes written to flush the caches before each sample (default: "
                                                   "2 x L2 on a GPU, 2 x L3 up to 64 MiB on the CPU; 1: no flush)")
@@ -105,6 +112,7 @@ struct CommonFlags {
     if (rse > 0) o.protocol.timing.rule.rse_target = rse;
     if (time_cap > 0) o.protocol.timing.rule.time_cap_s = time_cap;
     if (timing_sets > 0) o.protocol.timing.sets = timing_sets;
+    o.protocol.timing.fresh = timing_inputs.empty() ? timing_sets <= 0 : timing_inputs == "fresh";
     if (flush_bytes > 0) o.protocol.timing.flush_bytes = static_cast<uint64_t>(flush_bytes);
     if (!baselines.empty()) o.protocol.timing.baselines = baselines;
     o.device = device;

@@ -98,11 +98,13 @@ nlohmann::json TimingProtocol::to_json() const {
   return {{"enabled", enabled},
           {"rule", rule.to_json()},
           {"baselines", baselines},
+          {"inputs", fresh ? "fresh" : "sets"},
           {"sets", sets},
           {"max_set_bytes", max_set_bytes},
           {"flush_bytes", flush_bytes},
           {"spot_per_output", spot_per_output},
-          {"spot_max_calls", spot_max_calls}};
+          {"spot_max_calls", spot_max_calls},
+          {"spot_draws", spot_draws}};
 }
 
 }  // namespace kbv

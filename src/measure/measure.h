@@ -84,11 +84,13 @@ struct TimingProtocol {
   bool enabled = true;                               // --timing on|off
   StopRule rule;                                     // --rse, --time-cap
   std::vector<std::string> baselines = {"tf32", "fp32"};  // --baselines (tf32, fp32, compile)
-  int sets = 4;                                      // --timing-sets: input sets cycled through
+  bool fresh = true;                                 // --timing-inputs fresh: a new get_inputs() draw per call
+  int sets = 4;                                      // --timing-inputs sets: input sets cycled through (--timing-sets)
   uint64_t max_set_bytes = 4ull << 30;               // fewer sets when K sets would exceed this
   uint64_t flush_bytes = 0;                          // 0: 2 x L2 (GPU) or 2 x L3 (CPU, at most 64 MiB), at least 32 MiB
   int spot_per_output = 2;                           // positions read per output per timed call
   int spot_max_calls = 64;                           // timed calls whose outputs are spot-checked
+  int spot_draws = 16;                               // fresh: calls the reference recomputes (a secret choice)
   nlohmann::json to_json() const;
 };
 

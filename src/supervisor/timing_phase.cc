@@ -1,8 +1,10 @@
 #include "supervisor/timing_phase.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <numeric>
+#include <random>
 #include <set>
 
 #include <fmt/format.h>
@@ -102,13 +104,15 @@ std::optional<json> draw_timing_inputs(WorkerProcess& reference, const EvalOptio
   // Their own seeds, apart from the correctness trials' (secret unless --seed).
   SeedSource seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ 0x74696d696e67ULL)
                                          : std::nullopt);
+  // Fresh draws need one set only: the live buffers' shapes, and the output sizes.
+  const int sets = t.fresh ? 1 : std::max(t.sets, 1);
   json list = json::array();
-  for (int i = 0; i < std::max(t.sets, 1); ++i) list.push_back(seeds.next());
+  for (int i = 0; i < sets; ++i) list.push_back(seeds.next());
   Reply r = reference.call({{"op", "time_inputs"},
                             {"seeds", list},
                             {"max_bytes", t.max_set_bytes},
                             {"input_draw", options.protocol.input_draw}},
-                           ms(options.timeouts.reference_s * std::max(t.sets, 1)));
+                           ms(options.timeouts.reference_s * sets));
   if (r.status != Reply::Status::ok) {
     error = "drawing the timing inputs: " + reply_message(r);
     return std::nullopt;
@@ -121,6 +125,13 @@ std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions
   json req = rule_request(options);
   req["op"] = "time";
   req["mode"] = mode;
+  if (options.protocol.timing.fresh) {
+    // The baseline's calls on fresh draws too: its own secret seeds, apart from every other draw's.
+    const uint64_t mode_tag = mode == "tf32" ? 1 : mode == "fp32" ? 2 : 3;
+    SeedSource seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ (0x626173656cULL + mode_tag))
+                                           : std::nullopt);
+    req["fresh_seed"] = seeds.next();
+  }
   std::chrono::milliseconds timeout = timing_timeout(options);
   if (mode == "compile") timeout += ms(options.timeouts.build_s);  // inductor compiles on the first call
   Reply r = reference.call(req, timeout);
@@ -181,18 +192,19 @@ std::string timing_summary(const json& record) {
 namespace {
 
 // Consistency of the spot entries with the timed calls the candidate reported: every entry names
-// the input set its call ran on (sample mod sets), and every call up to spot_max_calls has entries.
-// Empty when consistent, else what is wrong.
-std::string spot_entries_problem(const json& entries, int calls, int sets, int max_calls) {
+// its call's index (warm-up calls first: sample s is call warmup + s), and every call up to
+// spot_max_calls has entries. Empty when consistent, else what is wrong.
+std::string spot_entries_problem(const json& entries, int calls, int warmup, int max_calls) {
   std::set<int64_t> samples;
   for (const auto& e : entries) {
     if (!e.is_object() || !e.contains("sample") || !e["sample"].is_number_integer() || !e.contains("set") ||
         !e["set"].is_number_integer())
       return "a spot entry without an integer sample and set: " + e.dump().substr(0, 200);
     int64_t sample = e["sample"].get<int64_t>(), set = e["set"].get<int64_t>();
-    if (sample < 0 || sample >= calls || sets <= 0 || set != sample % sets)
-      return fmt::format("a spot entry for timed call {} names input set {}; that call ran on set {} of {}", sample,
-                         set, sets > 0 ? sample % sets : -1, sets);
+    if (sample < 0 || sample >= calls || set != warmup + sample)
+      return fmt::format("a spot entry for timed call {} names the inputs of call {}; that call ran on those of "
+                         "call {}",
+                         sample, set, warmup + sample);
     samples.insert(sample);
   }
   const int want = std::min(calls, max_calls);
@@ -251,6 +263,17 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   req["op"] = "time";
   req["sets"] = (*sets)["sets"];
   req["spot_seed"] = spot_seeds.next();
+  std::optional<uint64_t> fresh_seed;
+  if (tp.fresh) {
+    // The candidate's calls on fresh draws of the problem's get_inputs(), made in its worker from
+    // the problem's code; the reference recomputes a secret subset of them for the spot checks.
+    FileText code = read_file(pair.problem_path);
+    if (!code.ok) return give_up("reading the problem for fresh timing draws: " + code.error);
+    fresh_seed = spot_seeds.next();
+    req["fresh_seed"] = *fresh_seed;
+    req["problem_code"] = code.text;
+    req["problem_path"] = pair.problem_path.string();
+  }
   req["spot_per_output"] = tp.spot_per_output;
   req["spot_max_calls"] = tp.spot_max_calls;
   auto t0 = Clock::now();
@@ -300,17 +323,35 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                     mismatches, cs.samples + cs.discarded, cr.value("max_mismatch_ms", 0.0)),
         "cuda events vs host clock", "T1"));
 
-  // Spot checks of the timed calls' outputs, judged by the reference on its expected outputs.
-  const json& entries = cr.value("spot", json::array());
-  Reply sc = reference.call({{"op", "spot_check"},
-                             {"entries", entries},
-                             {"atol", options.protocol.atol},
-                             {"rtol", options.protocol.rtol}},
-                            ms(options.timeouts.reference_s));
+  // Spot checks of the timed calls' outputs, judged by the reference on its expected outputs (fresh
+  // draws: on its recomputation of a secret choice of spot_draws calls, chosen now, after the calls).
+  const json entries = cr.value("spot", json::array());
+  json sc_req = {{"op", "spot_check"}, {"entries", entries}, {"atol", options.protocol.atol}, {"rtol", options.protocol.rtol}};
+  int spot_calls = 0, spot_calls_checked = 0;
+  if (fresh_seed) {
+    std::vector<int64_t> calls;
+    for (const auto& e : entries)
+      if (e.is_object() && e.contains("set") && e["set"].is_number_integer()) calls.push_back(e["set"].get<int64_t>());
+    std::sort(calls.begin(), calls.end());
+    calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
+    spot_calls = static_cast<int>(calls.size());
+    std::mt19937_64 pick(spot_seeds.next());
+    std::shuffle(calls.begin(), calls.end(), pick);
+    if (static_cast<int>(calls.size()) > tp.spot_draws) calls.resize(static_cast<size_t>(std::max(tp.spot_draws, 0)));
+    std::set<int64_t> chosen(calls.begin(), calls.end());
+    spot_calls_checked = static_cast<int>(chosen.size());
+    json subset = json::array();
+    for (const auto& e : entries)
+      if (!(e.is_object() && e.contains("set") && e["set"].is_number_integer()) || chosen.count(e["set"].get<int64_t>()))
+        subset.push_back(e);  // malformed entries are passed on, to be counted as failures
+    sc_req["entries"] = subset;
+    sc_req["fresh_seed"] = *fresh_seed;
+  }
+  Reply sc = reference.call(sc_req, ms(options.timeouts.reference_s * (fresh_seed ? 1 + tp.spot_draws : 1)));
   // Outputs with no elements have no positions to check.
   const bool has_elements = sc.status != Reply::Status::ok || sc.body.value("expected_numel", int64_t{0}) > 0;
-  const std::string inconsistent =
-      spot_entries_problem(entries, cs.samples + cs.discarded, cr.value("sets", 0), has_elements ? tp.spot_max_calls : 0);
+  const std::string inconsistent = spot_entries_problem(entries, cs.samples + cs.discarded, cr.value("warmup", 0),
+                                                        has_elements ? tp.spot_max_calls : 0);
   if (!inconsistent.empty())
     record["findings"].push_back(finding("spot_check_failed", reject,
                                          "the candidate worker's spot checks do not match its timed calls: " +
@@ -318,6 +359,10 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                                          "outputs of timed calls", "T5"));
   if (sc.status == Reply::Status::ok) {
     timing["spot_checks"] = {{"checked", sc.body.value("checked", 0)}, {"failed", sc.body.value("failed", 0)}};
+    if (fresh_seed) {
+      timing["spot_checks"]["calls"] = spot_calls;
+      timing["spot_checks"]["calls_recomputed"] = spot_calls_checked;
+    }
     if (sc.body.value("failed", 0) > 0)
       record["findings"].push_back(finding("spot_check_failed", reject,
                                            fmt::format("{} of {} spot-checked values of timed calls were wrong: {}",
@@ -382,7 +427,10 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   } else {
     timing["floor_error"] = error;
   }
-  timing["input_sets"] = cr.value("sets", 0);
+  if (cr.value("inputs", "") == "fresh")
+    timing["inputs"] = "fresh";
+  else
+    timing["input_sets"] = cr.value("sets", 0);
   timing["stop"] = cr.value("stop", "");
   timing["sampling_s"] = cr.value("sampling_s", 0.0);
   timing["clock"] = {{"source", cr.value("clock_source", "none")},

@@ -130,7 +130,6 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
   static const Nvml nvml;  // opened once per worker
   run.clock_source = nvml.ok() ? "nvml" : "none";
   Event start, stop;
-  const int sets = std::max(config.sets, 1);
 
   auto flush_l2 = [&](int k) {
     cudaStream_t s = c10::cuda::getCurrentCUDAStream().stream();
@@ -165,7 +164,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
 
   // Warm-up: untimed calls on fresh values; the highest SM clock seen is the expected one.
   for (int i = 0; i < config.rule.warmup; ++i) {
-    prepare(i % sets);
+    prepare(i);
     check_cuda(cudaDeviceSynchronize(), "synchronising before a warm-up call");
     call();
     check_cuda(cudaDeviceSynchronize(), "synchronising after a warm-up call");
@@ -175,8 +174,8 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
 
   auto t_begin = Clock::now();
   for (int sample = 0;; ++sample) {
-    const int k = sample % sets;
-    prepare(k);
+    const int index = config.rule.warmup + sample;
+    prepare(index);
     flush_l2(sample);
     ClockReading before = nvml.read();
     cudaStream_t s = c10::cuda::getCurrentCUDAStream().stream();
@@ -213,7 +212,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     } else {
       run.kept_ms.push_back(d.ms);
     }
-    after(sample, k);
+    after(sample, index);
     run.sampling_s = ms_between(t_begin, Clock::now()) / 1000.0;
     run.stop = should_stop(config.rule, run.kept_ms, run.sampling_s);
     if (run.stop != StopReason::none) break;
@@ -238,7 +237,6 @@ TimingRun run_cpu(const TimingConfig& config, const std::function<void(int)>& pr
   run.method = "steady-clock";
   run.flush_bytes = cpu_flush_bytes(config.flush_bytes);
   std::vector<unsigned char> flush(run.flush_bytes);
-  const int sets = std::max(config.sets, 1);
   std::vector<double> empty;
   for (int i = 0; i < 30; ++i) {
     auto t0 = Clock::now();
@@ -248,20 +246,20 @@ TimingRun run_cpu(const TimingConfig& config, const std::function<void(int)>& pr
   run.overhead_ms = median_of(empty);
   run.host_spread_ms = spread_of(empty);
   for (int i = 0; i < config.rule.warmup; ++i) {
-    prepare(i % sets);
+    prepare(i);
     call();
   }
   auto t_begin = Clock::now();
   for (int sample = 0;; ++sample) {
-    const int k = sample % sets;
-    prepare(k);
+    const int index = config.rule.warmup + sample;
+    prepare(index);
     std::memset(flush.data(), sample & 0xff, flush.size());
     asm volatile("" : : "r"(flush.data()) : "memory");  // the writes must happen
     auto t0 = Clock::now();
     call();
     auto t1 = Clock::now();
     run.kept_ms.push_back(ms_between(t0, t1));
-    after(sample, k);
+    after(sample, index);
     run.sampling_s = ms_between(t_begin, Clock::now()) / 1000.0;
     run.stop = should_stop(config.rule, run.kept_ms, run.sampling_s);
     if (run.stop != StopReason::none) break;
@@ -336,8 +334,9 @@ void SpotSampler::take(int sample, int set, const std::vector<at::Tensor>& outpu
   }
 }
 
-nlohmann::json spot_compare(const nlohmann::json& entries, const std::vector<std::vector<at::Tensor>>& expected,
-                            double atol, double rtol) {
+nlohmann::json spot_compare(const nlohmann::json& entries,
+                            const std::function<const std::vector<at::Tensor>*(int64_t)>& expected, double atol,
+                            double rtol) {
   int checked = 0, failed = 0;
   std::string first;
   auto fail = [&](const std::string& why) {
@@ -352,15 +351,16 @@ nlohmann::json spot_compare(const nlohmann::json& entries, const std::vector<std
       fail("a malformed spot entry: " + e.dump().substr(0, 200));
       continue;
     }
-    const size_t set = e["set"].get<size_t>(), out = e["output"].get<size_t>();
+    const int64_t set = e["set"].get<int64_t>();
+    const size_t out = e["output"].get<size_t>();
     const int64_t index = e["index"].get<int64_t>();
     const std::string call = e.contains("sample") ? e["sample"].dump() : "?";
-    if (set >= expected.size() || out >= expected[set].size()) {
-      fail(fmt::format("timed call {} reported output {} of input set {}, which does not exist",
-                       call, out, set));
+    const std::vector<at::Tensor>* outputs = expected(set);
+    if (outputs == nullptr || out >= outputs->size()) {
+      fail(fmt::format("timed call {} reported output {} of input draw {}, which does not exist", call, out, set));
       continue;
     }
-    at::Tensor flat = expected[set][out].reshape(-1);
+    at::Tensor flat = (*outputs)[out].reshape(-1);
     if (index < 0 || index >= flat.numel()) {
       fail(fmt::format("timed call {}: position {} is outside output {} ({} elements)", call, index,
                        out, flat.numel()));
@@ -380,14 +380,14 @@ nlohmann::json spot_compare(const nlohmann::json& entries, const std::vector<std
         ok = got.is_number() && std::fabs(got.get<double>() - x) <= atol + rtol * std::fabs(x);
       }
       if (!ok)
-        fail(fmt::format("timed call {} (input set {}): output {} at flat index {} is {}, expected {} "
+        fail(fmt::format("timed call {} (input draw {}): output {} at flat index {} is {}, expected {} "
                          "(a timed call returned a stale or wrong value)",
                          call, set, out, index, got_text, x));
     } else {
       int64_t x = ev.scalar_type() == at::kBool ? (ev.item<bool>() ? 1 : 0) : ev.to(at::kLong).item<int64_t>();
       ok = got.is_number_integer() && got.get<int64_t>() == x;
       if (!ok)
-        fail(fmt::format("timed call {} (input set {}): output {} at flat index {} is {}, expected {}",
+        fail(fmt::format("timed call {} (input draw {}): output {} at flat index {} is {}, expected {}",
                          call, set, out, index, got_text, x));
     }
   }

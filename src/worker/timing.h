@@ -19,7 +19,6 @@ namespace kbv {
 struct TimingConfig {
   bool cuda = false;
   StopRule rule;
-  int sets = 1;               // prepare() is called with 0..sets-1 in turn
   uint64_t flush_bytes = 0;   // 0: default (measure.h)
 };
 
@@ -43,8 +42,9 @@ struct TimingRun {
   nlohmann::json to_json() const;
 };
 
-// prepare(k): fresh values of input set k into the live buffers (outside the interval).
-// call(): one forward call. after(sample, k): after the interval, device idle (spot checks).
+// prepare(index): the values of call `index` into the live buffers, outside the interval; calls
+// are numbered from 0 over the warm-up and then the samples (sample s is call warmup + s).
+// call(): one forward call. after(sample, index): after the interval, device idle (spot checks).
 // Exceptions of call() propagate; CUDA errors become std::runtime_error.
 TimingRun run_timing(const TimingConfig& config, const std::function<void(int)>& prepare,
                      const std::function<void()>& call, const std::function<void(int, int)>& after);
@@ -54,11 +54,12 @@ struct LiveInputs {
   std::vector<std::vector<at::Tensor>> sets;  // per set, the tensor arguments in order
   std::vector<at::Tensor> live;
   void init();        // live = clones of sets[0]
-  void load(int k);   // live[i].copy_(sets[k][i])
+  void load(int k);   // live[i].copy_(sets[k mod |sets|][i])
 };
 
 // Spot checks of timed outputs: after a call returns, positions drawn from a secret RNG (seeded by
-// the supervisor); the values there are reported for the reference to compare.
+// the supervisor); the values there are reported for the reference to compare. An entry's "set"
+// is the call's index (run_timing), from which the reference knows the inputs of that call.
 struct SpotSampler {
   std::mt19937_64 rng;
   int per_output = 2;
@@ -68,10 +69,12 @@ struct SpotSampler {
   void take(int sample, int set, const std::vector<at::Tensor>& outputs);
 };
 
-// Reference side: entries against the expected outputs of each set, |a - e| <= atol + rtol |e|
-// (NaN only against NaN, integers exactly). Returns {checked, failed, first_failure}.
-nlohmann::json spot_compare(const nlohmann::json& entries, const std::vector<std::vector<at::Tensor>>& expected,
-                            double atol, double rtol);
+// Reference side: entries against the expected outputs of the call they name (`expected(index)`:
+// null when there is no such call), |a - e| <= atol + rtol |e| (NaN only against NaN, integers
+// exactly). Returns {checked, failed, first_failure}.
+nlohmann::json spot_compare(const nlohmann::json& entries,
+                            const std::function<const std::vector<at::Tensor>*(int64_t)>& expected, double atol,
+                            double rtol);
 
 // Copy bandwidth (bytes read + written per second) of the device (cudaMemcpy device to device)
 // or the host (memcpy), best of several copies of a large buffer.

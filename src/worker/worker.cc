@@ -335,6 +335,22 @@ _ext.load_inline = _guarded
                                               scope);
   }
 
+  // On the CPU, the problem's KBV_CPU globals (docs/PROBLEMS.md) replace its default sizes before
+  // any get_*_inputs() call. Returns what was overridden.
+  json apply_cpu_sizes(py::object mod, const std::string& path) {
+    json overrides = json::object();
+    if (device != "cpu" || !py::hasattr(mod, "KBV_CPU")) return overrides;
+    py::object sizes = mod.attr("KBV_CPU");
+    if (!py::isinstance<py::dict>(sizes))
+      throw WorkerError{"problem_error", path + ": KBV_CPU must be a dict of module globals to override", ""};
+    for (auto item : py::cast<py::dict>(sizes)) {
+      std::string key = py::str(item.first).cast<std::string>();
+      mod.attr(key.c_str()) = item.second;
+      overrides[key] = py::str(py::repr(item.second)).cast<std::string>();
+    }
+    return overrides;
+  }
+
   json load_problem(const json& request) {
     set_device(request);
     worker_memory::begin_ledger(device);
@@ -355,17 +371,7 @@ _ext.load_inline = _guarded
                                       "get_inputs() and get_init_inputs()",
                                       path, name),
                           ""};
-    json overrides = json::object();
-    if (device == "cpu" && py::hasattr(module, "KBV_CPU")) {
-      py::object sizes = module.attr("KBV_CPU");
-      if (!py::isinstance<py::dict>(sizes))
-        throw WorkerError{"problem_error", path + ": KBV_CPU must be a dict of module globals to override", ""};
-      for (auto item : py::cast<py::dict>(sizes)) {
-        std::string key = py::str(item.first).cast<std::string>();
-        module.attr(key.c_str()) = item.second;
-        overrides[key] = py::str(py::repr(item.second)).cast<std::string>();
-      }
-    }
+    json overrides = apply_cpu_sizes(module, path);
     json init_wire = json::array();
     try {
       torch::manual_seed(request.value("seed", 42));
@@ -418,14 +424,16 @@ _ext.load_inline = _guarded
 
   // One get_inputs() draw after torch.manual_seed(seed). `on_device`: torch.rand & co. inside
   // get_inputs() allocate on the GPU (a torch.device("cuda") context): no host draw, no copy.
-  py::list draw_inputs(uint64_t seed, bool on_device) {
+  // `from`: the module whose get_inputs() draws (default: the loaded problem).
+  py::list draw_inputs(uint64_t seed, bool on_device, py::handle from = py::handle()) {
+    py::handle m = from ? from : py::handle(module);
     torch::manual_seed(seed);
-    if (!on_device) return module.attr("get_inputs")();
+    if (!on_device) return m.attr("get_inputs")();
     py::object ctx = py::module_::import("torch").attr("device")("cuda");
     ctx.attr("__enter__")();
     py::list raw;
     try {
-      raw = module.attr("get_inputs")();
+      raw = m.attr("get_inputs")();
     } catch (...) {
       ctx.attr("__exit__")(py::none(), py::none(), py::none());
       throw;
@@ -794,6 +802,10 @@ _ext.load_inline = _guarded
   std::vector<py::object> time_template;               // set 0's arguments (tensors replaced by live ones)
   std::vector<int> time_tensor_pos;                    // argument index of each tensor
   TransferSet time_transfers;
+  // Fresh draws (docs/TIMING.md): the problem module get_inputs() comes from (the candidate loads
+  // its own copy of the problem's code; the reference uses `module`), and its path.
+  py::object draw_module;
+  std::string draw_path;
 
   json release_timing() {
     time_sets = LiveInputs{};
@@ -878,16 +890,67 @@ _ext.load_inline = _guarded
     return json{{"ok", true}, {"sets", sets_wire}, {"input_bytes", input_bytes}, {"output_bytes", output_bytes}};
   }
 
-  // The timing loop on `fn` over the input sets loaded in time_sets/time_template.
+  // Tensor arguments of fresh timing draw `seed` as a timed call sees them: the problem's
+  // get_inputs() after manual_seed(seed) (on the GPU inside a torch.device("cuda") context),
+  // floating tensors in the evaluated precision. The same code in both workers, so that the
+  // reference recomputes exactly what a candidate's timed call saw.
+  std::vector<at::Tensor> fresh_draw(py::handle from, uint64_t seed) {
+    at::Device dev = device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    py::list raw;
+    try {
+      raw = draw_inputs(seed, device == "cuda", from);
+    } catch (py::error_already_set& e) {
+      throw python_error("problem_error", "get_inputs() failed while drawing fresh timing inputs", e);
+    }
+    std::vector<at::Tensor> out;
+    for (auto item : raw) {
+      if (!THPVariable_Check(item.ptr())) continue;
+      at::Tensor t = THPVariable_Unpack(item.ptr()).to(dev);
+      if (precision != "fp32") t = cast_floating(t, dtype);
+      out.push_back(t);
+    }
+    return out;
+  }
+
+  // The live buffers filled with fresh draw `seed`; a draw whose tensors differ in number, shape or
+  // dtype from the first cannot go through the same buffers.
+  void load_fresh(py::handle from, uint64_t seed) {
+    std::vector<at::Tensor> t = fresh_draw(from, seed);
+    auto& live = time_sets.live;
+    if (t.size() != live.size())
+      throw WorkerError{"problem_error",
+                        fmt::format("get_inputs() returned {} tensors on a fresh timing draw, {} on the first; a "
+                                    "problem whose inputs change between draws can only be timed with "
+                                    "--timing-inputs sets",
+                                    t.size(), live.size()),
+                        ""};
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].sizes() != live[i].sizes() || t[i].scalar_type() != live[i].scalar_type())
+        throw WorkerError{"problem_error",
+                          fmt::format("get_inputs() returned input {} as {} {} on a fresh timing draw, {} {} on the "
+                                      "first; a problem whose inputs change between draws can only be timed with "
+                                      "--timing-inputs sets",
+                                      i, dtype_name(t[i].scalar_type()), shape_string(t[i].sizes()),
+                                      dtype_name(live[i].scalar_type()), shape_string(live[i].sizes())),
+                          ""};
+      live[i].copy_(t[i]);
+    }
+  }
+
+  // The timing loop on `fn` over the inputs loaded in time_sets/time_template: with "fresh_seed",
+  // call i computes on fresh draw fresh_seed + i; otherwise on input set i mod K.
   json time_callable(py::object fn, const json& request, SpotSampler* spot) {
     time_sets.init();
+    const bool fresh = request.contains("fresh_seed");
+    const uint64_t fresh_seed = fresh ? request.at("fresh_seed").get<uint64_t>() : 0;
+    py::handle from = role == "candidate" ? py::handle(draw_module) : py::handle(module);
+    if (fresh && !from) throw WorkerError{"protocol_error", "fresh timing draws without the problem's code", ""};
     std::vector<py::object> args = time_template;
     for (size_t i = 0; i < time_tensor_pos.size(); ++i)
       args[time_tensor_pos[i]] = py::reinterpret_steal<py::object>(THPVariable_Wrap(time_sets.live[i]));
     py::tuple call_args = py::tuple(py::cast(args));
     TimingConfig config;
     config.cuda = device == "cuda";
-    config.sets = static_cast<int>(time_sets.sets.size());
     config.flush_bytes = request.value("flush_bytes", uint64_t{0});
     const json& rule = request.value("rule", json::object());
     config.rule.warmup = rule.value("warmup", config.rule.warmup);
@@ -902,7 +965,13 @@ _ext.load_inline = _guarded
     const char* context = role == "candidate" ? "ModelNew.forward raised during timing"
                                               : "the reference Model's forward raised during timing";
     TimingRun run = run_timing(
-        config, [&](int k) { time_sets.load(k); },
+        config,
+        [&](int index) {
+          if (fresh)
+            load_fresh(from, fresh_seed + static_cast<uint64_t>(index));
+          else
+            time_sets.load(index);
+        },
         [&]() {
           try {
             at::NoGradGuard no_grad;
@@ -911,16 +980,20 @@ _ext.load_inline = _guarded
             throw python_error("runtime_error", context, e);
           }
         },
-        [&](int sample, int k) {
+        [&](int sample, int index) {
           if (spot) {
             Outputs o = flatten_outputs(last, tensor_type);
-            spot->take(sample, k, o.tensors);
+            spot->take(sample, index, o.tensors);
           }
           last = py::none();
         });
     json reply = run.to_json();
     reply["ok"] = true;
-    reply["sets"] = time_sets.sets.size();
+    reply["warmup"] = config.rule.warmup;
+    if (fresh)
+      reply["inputs"] = "fresh";
+    else
+      reply["sets"] = time_sets.sets.size();
     return reply;
   }
 
@@ -954,6 +1027,20 @@ _ext.load_inline = _guarded
   json time_candidate(const json& request) {
     release();
     release_timing();
+    if (request.contains("fresh_seed")) {
+      // Fresh draws come from the problem's own get_inputs(), run here as in the reference (and
+      // checked by it: spot checks recompute the draws the candidate timed).
+      std::string path = request.value("problem_path", "problem.py");
+      if (!draw_module || path != draw_path) {
+        try {
+          draw_module = exec_source(request.at("problem_code").get<std::string>(), path, "kbv_problem_draws");
+        } catch (py::error_already_set& e) {
+          throw python_error("problem_error", path + ": the problem file does not import for fresh timing draws", e);
+        }
+        apply_cpu_sizes(draw_module, path);
+        draw_path = path;
+      }
+    }
     const json& sets = request.at("sets");
     for (size_t s = 0; s < sets.size(); ++s) {
       std::vector<at::Tensor> tensors;
@@ -980,8 +1067,53 @@ _ext.load_inline = _guarded
     return reply;
   }
 
+  // The candidate's spot entries against the reference's outputs of the calls they name: input set
+  // index mod K, or, with "fresh_seed", the reference's own recomputation of each named draw (the
+  // supervisor sends a secret subset of the calls), one draw at a time.
   json spot_check(const json& request) {
-    json r = spot_compare(request.at("entries"), time_expected, request.value("atol", 1e-3), request.value("rtol", 1e-3));
+    const json& entries = request.at("entries");
+    const double atol = request.value("atol", 1e-3), rtol = request.value("rtol", 1e-3);
+    json r;
+    if (request.contains("fresh_seed")) {
+      const uint64_t seed = request.at("fresh_seed").get<uint64_t>();
+      std::map<int64_t, json> by_draw;  // entries naming no valid draw go under -1 (no outputs)
+      for (const auto& e : entries) {
+        int64_t index = e.is_object() && e.contains("set") && e["set"].is_number_integer() ? e["set"].get<int64_t>() : -1;
+        by_draw[index < 0 ? -1 : index].push_back(e);
+      }
+      int checked = 0, failed = 0;
+      std::string first;
+      for (auto& [index, group] : by_draw) {
+        std::vector<at::Tensor> outputs;
+        if (index >= 0) {
+          std::vector<at::Tensor> drawn = fresh_draw(module, seed + static_cast<uint64_t>(index));
+          if (drawn.size() != time_tensor_pos.size())
+            throw WorkerError{"problem_error", "get_inputs() returned another number of tensors on a fresh draw", ""};
+          std::vector<py::object> args = time_template;
+          for (size_t i = 0; i < drawn.size(); ++i)
+            args[time_tensor_pos[i]] = py::reinterpret_steal<py::object>(THPVariable_Wrap(drawn[i]));
+          double seconds = 0;
+          py::object out =
+              forward(args, "problem_error", "the reference Model's forward failed on a timing draw", seconds);
+          for (auto& t : flatten_outputs(out, py::module_::import("torch").attr("Tensor")).tensors)
+            outputs.push_back(t.detach());
+        }
+        json part = spot_compare(
+            group, [&](int64_t i) { return i == index && index >= 0 ? &outputs : nullptr; }, atol, rtol);
+        checked += part.value("checked", 0);
+        failed += part.value("failed", 0);
+        if (first.empty()) first = part.value("first_failure", "");
+      }
+      r = {{"checked", checked}, {"failed", failed}, {"first_failure", first}};
+    } else {
+      r = spot_compare(
+          entries,
+          [&](int64_t index) -> const std::vector<at::Tensor>* {
+            if (index < 0 || time_expected.empty()) return nullptr;
+            return &time_expected[static_cast<size_t>(index) % time_expected.size()];
+          },
+          atol, rtol);
+    }
     int64_t numel = 0;
     for (const auto& set : time_expected)
       for (const auto& t : set) numel += t.numel();

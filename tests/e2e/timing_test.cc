@@ -91,7 +91,12 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   EXPECT_GT(t["speed_of_light"].get<double>(), 0.0);
   EXPECT_LE(t["speed_of_light"].get<double>(), 1.0);
   EXPECT_EQ(t["bytes"].get<uint64_t>(), 2u * 16 * 4096 * 4);  // KBV_CPU: 16 x 4096 floats in, as many out
-  EXPECT_GE(t["input_sets"].get<int>(), 2);
+  // Fresh draws by default: the reference recomputed a secret choice of the spot-checked calls.
+  EXPECT_EQ(t["inputs"], "fresh") << t.dump(1);
+  EXPECT_FALSE(t.contains("input_sets"));
+  EXPECT_GE(t["spot_checks"]["calls_recomputed"].get<int>(), 1) << t["spot_checks"].dump();
+  EXPECT_LE(t["spot_checks"]["calls_recomputed"].get<int>(), 16) << t["spot_checks"].dump();
+  EXPECT_LE(t["spot_checks"]["calls_recomputed"].get<int>(), t["spot_checks"]["calls"].get<int>());
   EXPECT_DOUBLE_EQ(r["runtime"].get<double>(), t["candidate"]["median_ms"].get<double>());
   for (const char* k : {"mean", "std", "min", "max", "num_trials", "hardware", "device", "median"})
     EXPECT_TRUE(r["runtime_stats"].contains(k)) << k;
@@ -106,6 +111,47 @@ TEST(Timing, OffLeavesTheRecordUntimed) {
   EXPECT_FALSE(o.record.contains("timing"));
   EXPECT_DOUBLE_EQ(o.record["runtime"].get<double>(), -1.0);
   EXPECT_EQ(o.record["protocol"]["timing"]["enabled"], false);
+}
+
+// A cache keyed on the input's content (cheat T5, as examples/level1/26_GELU_/cpu_cache_content.py)
+// whose misses cost at least 20 ms: with fresh draws no timed call can hit it, so even its fastest
+// call takes 20 ms; cycling through two input sets, every timed call hits. The static rule and the
+// runtime audit (whose repeated calls hit) reject it first; --policy lenient and --protocol
+// kernelbench let it reach the timing, which must stand on its own.
+TEST(Timing, FreshDrawsLeaveAContentCacheNothingToHit) {
+  fs::path dir = scratch("content-cache");
+  std::string src = kbv::read_file(kSource / "examples/level1/26_GELU_/cpu_cache_content.py").text;
+  ASSERT_NE(src.find("import hashlib\n"), std::string::npos);
+  ASSERT_NE(src.find("        out = gelu_ext.gelu_cpu(x)\n"), std::string::npos);
+  src.replace(src.find("import hashlib\n"), 15, "import hashlib\nimport time\n");
+  src.replace(src.find("        out = gelu_ext.gelu_cpu(x)\n"), 35,
+              "        time.sleep(0.02)  # a miss: the costly work\n        out = gelu_ext.gelu_cpu(x)\n");
+  fs::path sol = dir / "cpu_cache_content_slow_miss.py";
+  ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
+  auto run = [&](std::vector<std::string> extra) {
+    fs::path out = dir / "record.json";
+    fs::remove(out);
+    std::vector<std::string> args = {"eval", "--problem", (kSource / "problems/level1/26_GELU_.py").string(),
+                                     "--solution", sol.string(), "--device", "cpu", "--trials", "1", "--policy",
+                                     "lenient", "--protocol", "kernelbench", "--time-cap", "0.5", "--json",
+                                     out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return kbv_run(args, out);
+  };
+  Outcome fresh = run({});
+  ASSERT_EQ(fresh.code, 0) << fresh.output;
+  ASSERT_EQ(fresh.record["verdict"], "correct") << fresh.record.dump(1);
+  const json& ft = fresh.record["timing"];
+  EXPECT_EQ(ft["inputs"], "fresh");
+  EXPECT_GE(ft["candidate"]["min_ms"].get<double>(), 20.0) << "a timed call hit the content cache: " << ft.dump(1);
+  EXPECT_EQ(ft["spot_checks"]["failed"].get<int>(), 0) << ft["spot_checks"].dump();
+
+  Outcome sets = run({"--timing-inputs", "sets", "--timing-sets", "2"});
+  ASSERT_EQ(sets.code, 0) << sets.output;
+  ASSERT_EQ(sets.record["verdict"], "correct") << sets.record.dump(1);
+  const json& st = sets.record["timing"];
+  EXPECT_EQ(st["input_sets"], 2) << st.dump(1);
+  EXPECT_LT(st["candidate"]["median_ms"].get<double>(), 10.0) << "two cycled sets: the cache answers " << st.dump(1);
 }
 
 TEST(Timing, PointerCacheFailsTheSpotCheck) {
