@@ -118,8 +118,9 @@ def aa(args):
         (data / "level1" / f"{pid}_{name}.py").write_text(src)
         for s in range(args.repeats):
             (run_dir / f"level_1_problem_{pid}_sample_{s}_kernel.py").write_text(src + WRAPPER)
+    # Only the FP32 baseline: the A/A candidate runs in strict FP32 and is compared with it.
     _, wall = run([kbv_binary(args), "eval", "--problems", data, "--run", run_dir, "--level", "1",
-                   *REFERENCE_AS_CANDIDATE, "--trials", "1", *common_flags(args)])
+                   *REFERENCE_AS_CANDIDATE, "--trials", "1", "--baselines", "fp32", *common_flags(args)])
     con = sqlite3.connect(run_dir / "kbv.sqlite")
     records = [json.loads(r[0]) for r in con.execute("SELECT record FROM results")]
     per = {}
@@ -141,8 +142,12 @@ def aa(args):
                      "rse": [r["timing"]["candidate"]["rse"] for r in timed],
                      "discarded": [r["timing"]["candidate"]["discarded"] for r in timed],
                      "events_host_disagreed": [r["timing"].get("events_host_disagreed", 0) for r in timed]})
+    write("aa", {"summary": aa_summary(rows, args.repeats, wall), "rows": rows})
+
+
+def aa_summary(rows, repeats, wall):
     ok = [r for r in rows if "worst_pairwise" in r]
-    summary = {"problems": len(rows), "timed": len(ok), "repeats": args.repeats, "wall_s": wall}
+    summary = {"problems": len(rows), "timed": len(ok), "repeats": repeats, "wall_s": wall}
     if ok:
         pw = [r["worst_pairwise"] for r in ok]
         sv = [r["worst_abs_speedup_minus_1"] for r in ok]
@@ -150,7 +155,19 @@ def aa(args):
         summary.update({"median_worst_pairwise": statistics.median(pw), "worst_pairwise": max(pw),
                         "worst_problem": worst["problem"], "median_worst_speedup_vs_fp32": statistics.median(sv),
                         "worst_speedup_vs_fp32": max(sv), "target": "median <= 0.003, worst <= 0.01"})
-    write("aa", {"summary": summary, "rows": rows})
+    return summary
+
+
+# A/A over more problems than one device call allows: `aa --problems-list` in parts, each writing
+# aa.json, then `aa_merge --inputs part1/aa.json,part2/aa.json` for the summary over all rows.
+def aa_merge(args):
+    rows, repeats, wall = [], None, 0.0
+    for path in args.inputs.split(","):
+        part = json.loads(Path(path).read_text())
+        rows += part["rows"]
+        repeats = part["summary"].get("repeats", repeats)
+        wall += part["summary"].get("wall_s", 0.0)
+    write("aa", {"summary": aa_summary(rows, repeats, wall), "rows": rows, "merged_from": args.inputs.split(",")})
 
 
 # ---- 2. Repeatability -----------------------------------------------------------------------
@@ -274,7 +291,8 @@ def tf32(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("what", choices=["aa", "repeat", "overhead", "side_stream", "protocol", "tf32"])
+    ap.add_argument("what", choices=["aa", "aa_merge", "repeat", "overhead", "side_stream", "protocol", "tf32"])
+    ap.add_argument("--inputs", help="aa_merge: comma-separated aa.json files of the parts")
     ap.add_argument("--kbv", help="the kbv binary (default: build-gpu/kbv or build/kbv)")
     ap.add_argument("--problems", default=str(ROOT / "problems"), help="dataset root")
     ap.add_argument("--problems-list", help="comma-separated problem names (default: the 24 A/A problems)")

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "problem/problem.h"
+#include "util/clock.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
@@ -37,15 +37,6 @@ struct Task {
   const ProblemPrompt* problem = nullptr;
   int sample = 0;
 };
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // 1234 -> "1,234"; 123456 -> "123k"; for progress lines.
 std::string tokens_text(long long n) {

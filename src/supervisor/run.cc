@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -220,20 +221,29 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
   fs::path dir = options.cache_dir / "build" / key;
   b.extensions_dir = dir / "ext";
   fs::path marker = dir / "result.json";
-  if (FileText t = read_file(marker); t.ok) {
-    json j = json::parse(t.text, nullptr, false);
-    if (j.is_object()) {
-      b.ok = j.value("ok", false);
-      b.kind = j.value("kind", "");
-      b.message = j.value("message", "");
-      b.diagnostics = j.value("diagnostics", json::array());
-      b.cached = true;
-      b.seconds = since(t0);
-      return b;
-    }
-  }
+  // A finished build's outcome, kept in result.json.
+  auto cached = [&]() {
+    FileText t = read_file(marker);
+    json j = t.ok ? json::parse(t.text, nullptr, false) : json();
+    if (!j.is_object()) return false;
+    b.ok = j.value("ok", false);
+    b.kind = j.value("kind", "");
+    b.message = j.value("message", "");
+    b.diagnostics = j.value("diagnostics", json::array());
+    b.cached = true;
+    b.seconds = since(t0);
+    return true;
+  };
+  if (cached()) return b;
   std::error_code ec;
   fs::create_directories(b.extensions_dir, ec);
+  // One kbv builder or loader of this folder at a time; under that lock a torch `lock` file is
+  // stale (a build killed midway) and would make this build wait on it forever.
+  FileLock lock(dir / ".kbv-lock");
+  if (lock.ok()) {
+    if (cached()) return b;  // built meanwhile by another kbv process
+    remove_stale_torch_locks(b.extensions_dir);
+  }
   std::string error;
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = b.extensions_dir.string();
@@ -397,6 +407,11 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
       record["findings"].push_back({{"rule", "plain_output"}, {"severity", "reject"}, {"message", message},
                                     {"evidence", "output type seen by the candidate worker"}, {"cheat", "T3"}});
   };
+  // The load runs the extension's up-to-date check, which takes torch's lock file: under the
+  // folder's kbv lock, a leftover one is removed first (build_candidate).
+  std::optional<FileLock> ext_lock;
+  ext_lock.emplace(built.extensions_dir.parent_path() / ".kbv-lock");
+  if (ext_lock->ok()) remove_stale_torch_locks(built.extensions_dir);
   Reply r = cand->call({{"op", "load"},
                         {"path", python_path(pair.solution_path)},
                         {"code", solution.code},
@@ -405,6 +420,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
                         {"precision", options.protocol.precision},
                         {"seed", options.protocol.construction_seed}},
                        ms(options.timeouts.load_s + options.timeouts.build_s));
+  ext_lock.reset();
   if (r.status != Reply::Status::ok) {
     fail_from(r, "");
     if (record["verdict"] == "timeout") record["message"] = "constructing ModelNew: " + r.detail;

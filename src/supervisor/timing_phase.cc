@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <numeric>
 #include <random>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "util/clock.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
@@ -47,15 +47,6 @@ double sum_of(const json& a) {
   if (a.is_array())
     for (const auto& x : a) s += x.is_number() ? x.get<double>() : 0.0;
   return s;
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 json finding(const std::string& rule, const std::string& severity, const std::string& message,

@@ -1,6 +1,7 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,6 +115,38 @@ std::string write_file_atomic(const std::filesystem::path& path, const std::stri
     ::close(dfd);
   }
   return {};
+}
+
+FileLock::FileLock(const std::filesystem::path& path) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    error_ = "cannot open " + path.string() + ": " + std::strerror(errno);
+    return;
+  }
+  int r;
+  do {
+    r = ::flock(fd_, LOCK_EX);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    error_ = "cannot lock " + path.string() + ": " + std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing drops the lock
+}
+
+int remove_stale_torch_locks(const std::filesystem::path& extensions_dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(extensions_dir, ec)) {
+    if (!entry.is_directory(ec)) continue;
+    std::filesystem::path lock = entry.path() / "lock";
+    if (std::filesystem::is_regular_file(lock, ec) && std::filesystem::remove(lock, ec)) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace kbv

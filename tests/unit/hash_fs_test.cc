@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,6 +103,42 @@ TEST(Fs, RelativePathInCurrentFolder) {
   std::filesystem::current_path(old);
   ASSERT_TRUE(got.ok) << got.error;
   EXPECT_EQ(got.text, "hello");
+  std::filesystem::remove_all(dir);
+}
+
+// Another open file description of the same path can take the flock only once FileLock is gone.
+TEST(Fs, FileLockIsExclusiveUntilDestroyed) {
+  auto dir = make_temp_dir();
+  auto path = dir / ".kbv-lock";
+  int other = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(other, 0);
+  {
+    FileLock lock(path);
+    ASSERT_TRUE(lock.ok()) << lock.error();
+    EXPECT_NE(::flock(other, LOCK_EX | LOCK_NB), 0) << "the lock must be exclusive";
+  }
+  EXPECT_EQ(::flock(other, LOCK_EX | LOCK_NB), 0) << "destroying the FileLock releases it";
+  ::close(other);
+  FileLock missing(dir / "no-such-folder" / "lock");
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("no-such-folder"), std::string::npos) << missing.error();
+  std::filesystem::remove_all(dir);
+}
+
+// torch's per-extension `lock` files are removed; nothing else is.
+TEST(Fs, StaleTorchLocksAreRemovedFromExtensionFolders) {
+  auto dir = make_temp_dir();
+  for (const char* ext : {"a", "b", "c"}) std::filesystem::create_directories(dir / ext);
+  EXPECT_EQ(write_file_atomic(dir / "a" / "lock", ""), "");
+  EXPECT_EQ(write_file_atomic(dir / "b" / "lock", ""), "");
+  EXPECT_EQ(write_file_atomic(dir / "b" / "build.ninja", "x"), "");
+  EXPECT_EQ(write_file_atomic(dir / "lock", ""), "");  // not an extension folder's
+  EXPECT_EQ(remove_stale_torch_locks(dir), 2);
+  EXPECT_FALSE(std::filesystem::exists(dir / "a" / "lock"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "b" / "lock"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "b" / "build.ninja"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "lock"));
+  EXPECT_EQ(remove_stale_torch_locks(dir / "missing"), 0);
   std::filesystem::remove_all(dir);
 }
 
