@@ -15,7 +15,8 @@
 #   selftest      kbv selftest --device cuda (the CUDA confusion matrix), timing off
 #   suite-times   bench/suite_times.py (TF32 and FP32 reference times of every problem)
 #   aa|repeat|overhead|side_stream|protocol|tf32   bench/bench.py's timing benchmarks
-# KBV_STAGE_TIMEOUT (seconds, default 540) bounds each command of a stage.
+# KBV_STAGE_TIMEOUT (seconds, default 540) bounds each command of a stage. More than 8 files under
+# $OUT at the end (the device tool returns 8) are packed into $OUT/all.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -86,3 +87,8 @@ stage() {
 [[ $# -gt 0 ]] || { sed -n 2,20p "$0"; exit 2; }
 { date -u; nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv 2>&1; } > "$out/device.txt"
 for s in "$@"; do stage "$s"; done
+# The device tool brings back at most 8 files: more than that are packed into one all.tgz.
+if [[ $(find "$out" -type f | wc -l) -gt 8 ]]; then
+  tar czf "/tmp/kbv-device-out.tgz" -C "$out" . && find "$out" -mindepth 1 -delete && mv /tmp/kbv-device-out.tgz "$out/all.tgz"
+  say "packed the logs into $out/all.tgz"
+fi

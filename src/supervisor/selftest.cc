@@ -196,6 +196,10 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
       row["message"] = record.value("message", "");
       row["findings"] = record["findings"];
       match = got == expected;
+      // `also`: other verdicts that are as right for it (a cheat whose catching depends on what
+      // the memory it reads without writing happens to hold); never `correct`.
+      for (const auto& v : e.value("also", json::array()))
+        if (v.is_string() && v != "correct" && v == got) match = true;
       // `audit`: the runtime-audit rule (docs/POLICY.md) that must be the one rejecting it.
       if (e.contains("audit") && got == "rejected") {
         bool by_rule = false;
