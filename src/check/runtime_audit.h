@@ -22,7 +22,9 @@ bool is_glue_symbol(const std::string& name);
 //   {"method": "cpu-sampling", "calls": N, "cpu_ms": total CPU ms of the N calls,
 //    "period_ms": sampling period, "samples": [{"object", "own_object", "symbol", "count"}]}
 // or {"method": "not_measured", "reason"}. Samples in the candidate's own objects whose symbol is
-// glue count as library ("extension glue"). ms are per call.
+// glue count as library ("extension glue"). Samples in the C math library (libm, libmvec) count
+// for neither side (`math`, `math_samples`): an own loop calling expf does its work there too.
+// `samples` and `own_share` are over the rest. ms are per call.
 nlohmann::json cpu_compute(const nlohmann::json& observation);
 
 // no_custom_compute (T11): fewer than kMinOwnShare of the audited calls' CPU samples in the

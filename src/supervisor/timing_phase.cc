@@ -341,7 +341,8 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   Reply sc = reference.call(sc_req, ms(options.timeouts.reference_s * (fresh_seed ? 1 + tp.spot_draws : 1)));
   // Outputs with no elements have no positions to check.
   const bool has_elements = sc.status != Reply::Status::ok || sc.body.value("expected_numel", int64_t{0}) > 0;
-  const std::string inconsistent = spot_entries_problem(entries, cs.samples + cs.discarded, cr.value("warmup", 0),
+  // The warm-up count is the supervisor's own rule, not what the candidate's worker says it did.
+  const std::string inconsistent = spot_entries_problem(entries, cs.samples + cs.discarded, tp.rule.warmup,
                                                         has_elements ? tp.spot_max_calls : 0);
   if (!inconsistent.empty())
     record["findings"].push_back(finding("spot_check_failed", reject,

@@ -113,6 +113,21 @@ TEST(RuntimeFindings, AFewOwnSamplesBelowTheFloorStillReject) {
   EXPECT_TRUE(runtime_findings(json::object(), json::array(), nullptr, small_honest).empty());
 }
 
+// An own loop calling log1p spends most samples in libm: neither own nor library, so a small
+// own remainder is not a forwarding wrapper (the honest Softplus was rejected before).
+TEST(RuntimeCompute, MathLibrarySamplesCountForNeitherSide) {
+  json c = cpu_compute(sampling(json::array({
+      {{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_Z8softplusN2at6TensorE"}, {"count", 10}},
+      {{"object", "/lib/x86_64-linux-gnu/libm.so.6"}, {"own_object", false}, {"symbol", "log1pf"}, {"count", 230}},
+      {{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", 10}},
+  })));
+  EXPECT_EQ(c["samples"], 20);
+  EXPECT_EQ(c["math_samples"], 230);
+  EXPECT_DOUBLE_EQ(c["own_share"].get<double>(), 0.5);
+  EXPECT_TRUE(runtime_findings(json::object(), json::array(), nullptr, c).empty())
+      << "20 samples decide nothing";
+}
+
 TEST(RuntimeFindings, TooFewSamplesDecideNothing) {
   json compute = cpu_compute(sampling(json::array(
       {{{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", kMinComputeSamples - 1}}})));
