@@ -282,6 +282,18 @@ struct Worker {
     return out;
   }
 
+  // The reference Model's outputs on `args` (forward above), detached: plain tensors, else a
+  // problem_error naming what the reference returned.
+  std::vector<at::Tensor> reference_outputs(const std::vector<py::object>& args, const char* context,
+                                            double& seconds) {
+    py::object out = forward(args, "problem_error", context, seconds);
+    Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
+    if (!o.plain) throw WorkerError{"problem_error", "the reference " + o.reason, ""};
+    std::vector<at::Tensor> tensors;
+    for (auto& t : o.tensors) tensors.push_back(t.detach());
+    return tensors;
+  }
+
   json hello() {
     py::module_ torch = py::module_::import("torch");
     py::module_ sys = py::module_::import("sys");
@@ -479,10 +491,7 @@ _ext.load_inline = _guarded
       if (precision != "fp32") fp32_args.push_back(fp32_arg(ref_args.back()));
     }
     double ref_seconds = 0;
-    py::object out = forward(ref_args, "problem_error", "the reference Model's forward failed", ref_seconds);
-    Outputs outputs = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
-    if (!outputs.plain) throw WorkerError{"problem_error", "the reference " + outputs.reason, ""};
-    for (auto& t : outputs.tensors) expected.push_back(t.detach());
+    expected = reference_outputs(ref_args, "the reference Model's forward failed", ref_seconds);
     json reply = {{"ok", true}, {"args", wire}, {"reference_seconds", ref_seconds}, {"outputs", expected.size()},
                   {"output_aliases", storage_overlaps(expected, ref_inputs_after, shared_input_positions)}};
     if (precision != "fp32") {
@@ -622,11 +631,7 @@ _ext.load_inline = _guarded
           if (at::isFloatingType(t.scalar_type())) blocks.push_back(at::full_like(t, NAN));
       }
       double seconds = 0;
-      py::object out = forward(args, "problem_error", "the reference Model's forward failed", seconds);
-      Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
-      if (!o.plain) throw WorkerError{"problem_error", "the reference " + o.reason, ""};
-      std::vector<at::Tensor> result;
-      for (auto& t : o.tensors) result.push_back(t.detach());
+      std::vector<at::Tensor> result = reference_outputs(args, "the reference Model's forward failed", seconds);
       if (describe) fp64 = fp64_check(args, result);
       if (describe && precision != "fp32") reduced_check = fp32_cross_check(fp32_args, result, tol);
       return result;
@@ -874,11 +879,8 @@ _ext.load_inline = _guarded
         if (s == 0) time_template.push_back(item);
       }
       double seconds = 0;
-      py::object out = forward(args, "problem_error", "the reference Model's forward failed on timing inputs", seconds);
-      Outputs o = flatten_outputs(out, py::module_::import("torch").attr("Tensor"));
-      if (!o.plain) throw WorkerError{"problem_error", "the reference " + o.reason, ""};
-      std::vector<at::Tensor> expected_set;
-      for (auto& t : o.tensors) expected_set.push_back(t.detach());
+      std::vector<at::Tensor> expected_set =
+          reference_outputs(args, "the reference Model's forward failed on timing inputs", seconds);
       if (s == 0) {
         input_bytes = bytes;
         for (auto& t : expected_set) output_bytes += t.nbytes();
@@ -1093,10 +1095,7 @@ _ext.load_inline = _guarded
           for (size_t i = 0; i < drawn.size(); ++i)
             args[time_tensor_pos[i]] = py::reinterpret_steal<py::object>(THPVariable_Wrap(drawn[i]));
           double seconds = 0;
-          py::object out =
-              forward(args, "problem_error", "the reference Model's forward failed on a timing draw", seconds);
-          for (auto& t : flatten_outputs(out, py::module_::import("torch").attr("Tensor")).tensors)
-            outputs.push_back(t.detach());
+          outputs = reference_outputs(args, "the reference Model's forward failed on a timing draw", seconds);
         }
         json part = spot_compare(
             group, [&](int64_t i) { return i == index && index >= 0 ? &outputs : nullptr; }, atol, rtol);
