@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -235,16 +236,61 @@ class PyRules {
                          how, j));
   }
 
+  // Names bound to a module or to something in one (`_m = torch`, `_m = torch.cuda`,
+  // `_m = sys.modules["torch"]`): patching through the alias is patching the module.
+  std::map<std::string, Path> module_aliases() const {
+    std::map<std::string, Path> aliases;
+    for (const PyAssign& a : f_.assigns) {
+      if (a.op != "=" || a.targets.size() != 1) continue;
+      auto [x, y] = a.targets[0];
+      if (y != x + 1 || t_[x].kind != PyKind::Name) continue;
+      int next = a.value_begin;
+      Path v = dotted_at(t_, a.value_begin, a.value_end, &next);
+      if (v.empty() || !(f_.imports.count(v[0]) || aliases.count(v[0]))) continue;
+      Path c = aliases.count(v[0]) ? aliases.at(v[0]) : f_.canonical(v);
+      if (aliases.count(v[0])) c.insert(c.end(), v.begin() + 1, v.end());
+      if (next == a.value_end) {
+        aliases[t_[x].text] = c;
+      } else if (join(c) == "sys.modules" && is_op(t_[next], "[") && match_bracket(t_, next) + 1 == a.value_end) {
+        aliases[t_[x].text] = Path{"sys", "modules", "[...]"};
+      }
+    }
+    return aliases;
+  }
+
   void patch_rule() {
+    const std::map<std::string, Path> aliases = module_aliases();
+    auto module_path = [&](const Path& p) -> std::optional<Path> {
+      if (p.empty()) return std::nullopt;
+      if (f_.imports.count(p[0]) || p[0] == "__builtins__") return f_.canonical(p);
+      auto it = aliases.find(p[0]);
+      if (it == aliases.end()) return std::nullopt;
+      Path c = it->second;
+      c.insert(c.end(), p.begin() + 1, p.end());
+      return c;
+    };
     for (const PyAssign& a : f_.assigns) {
       if (a.op == "for" || a.op == "with") continue;
       for (auto [x, y] : a.targets) {
         int next = x;
         Path p = dotted_at(t_, x, y, &next);
         if (p.empty()) continue;
-        bool module_root = f_.imports.count(p[0]) > 0 || p[0] == "__builtins__";
-        if (!module_root) continue;
-        Path c = f_.canonical(p);
+        // vars(torch)[name] = ...: the module's own dict.
+        if (p.size() == 1 && p[0] == "vars" && next < y && is_op(t_[next], "(")) {
+          int close = match_bracket(t_, next);
+          int inner = next + 1;
+          Path m = dotted_at(t_, next + 1, close, &inner);
+          std::optional<Path> mc = module_path(m);
+          if (mc && inner == close && close + 1 < y && is_op(t_[close + 1], "[")) {
+            Path d = *mc;
+            d.push_back("__dict__");
+            patched(d, a.line, "replaces an entry of");
+          }
+          continue;
+        }
+        std::optional<Path> mc = module_path(p);
+        if (!mc) continue;
+        Path c = *mc;
         std::string j = join(c);
         if (next == y && p.size() >= 2) {
           if (allowed_setting(j)) continue;
@@ -265,10 +311,12 @@ class PyRules {
         if ((j == "setattr" || j == "delattr") && c.open + 1 < c.close) {
           int next = c.open + 1;
           Path target = dotted_at(t_, c.open + 1, c.close, &next);
-          if (!target.empty() && (f_.imports.count(target[0]) || target[0] == "__builtins__")) {
-            Path canon = f_.canonical(target);
+          if (std::optional<Path> mc = module_path(target)) {
+            Path canon = *mc;
             if (next + 1 < c.close && t_[next + 1].kind == PyKind::String && t_[next + 1].str >= 0)
               canon.push_back(f_.lex.strings[t_[next + 1].str].value.text);
+            else
+              canon.push_back("<a name computed at runtime>");
             if (!allowed_setting(join(canon))) patched(canon, c.line, j == "setattr" ? "setattr replaces" : "delattr removes");
           }
         }

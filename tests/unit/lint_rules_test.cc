@@ -98,9 +98,23 @@ TEST(LintRules, PatchHarness) {
   EXPECT_REJECTS(solution(kForward, kLoop, "import sys\nsys.modules['torch.testing'] = None\n"), "patch_harness");
   EXPECT_REJECTS(solution(kForward, kLoop, "from unittest import mock\nmock.patch('torch.allclose').start()\n"),
                  "patch_harness");
-  // Twins: configuration flags, environment variables.
+  // Through an alias of the module, a name computed at runtime, the module's dict.
+  EXPECT_REJECTS(solution(kForward, kLoop, "m = torch\nn = ''.join(['ra', 'nd'])\nsetattr(m, n, print)\n"),
+                 "patch_harness");
+  EXPECT_REJECTS(solution(kForward, kLoop, "m = torch\nm.rand = print\n"), "patch_harness");
+  EXPECT_REJECTS(solution(kForward, kLoop, "m = torch.cuda\nk = m\nk.synchronize = print\n"), "patch_timer");
+  EXPECT_REJECTS(solution(kForward, kLoop, "vars(torch)['rand'] = print\n"), "patch_harness");
+  EXPECT_REJECTS(solution(kForward, kLoop, "import sys\nm = sys.modules['to' + 'rch']\nsetattr(m, 'rand', print)\n"),
+                 "patch_harness");
+  // Twins: configuration flags, environment variables; setattr on the module's own layers with a
+  // computed name; an alias only read; vars() of an object.
   EXPECT_CLEAN(solution(kForward, kLoop,
                         "import os\ntorch.backends.cudnn.benchmark = True\nos.environ['TORCH_CUDA_ARCH_LIST'] = '9.0'\n"));
+  EXPECT_CLEAN(solution(kForward, kLoop,
+                        "F = torch.nn.functional\ny = F.relu(torch.ones(2))\nclass Blocks(torch.nn.Module):\n"
+                        "    def __init__(self):\n        super().__init__()\n"
+                        "        for i in range(2):\n            setattr(self, f'conv{i}', torch.nn.Identity())\n"
+                        "        vars(self)['note'] = 1\n"));
 }
 
 TEST(LintRules, FrameInspection) {
