@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -102,6 +103,10 @@ std::string WorkerProcess::died_detail() {
 }
 
 Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::milliseconds timeout) {
+  return call(request, timeout, nullptr);
+}
+
+Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::milliseconds timeout, const AskHandler& asked) {
   Reply r;
   if (pid_ <= 0) {
     r.status = Reply::Status::died;
@@ -114,7 +119,28 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
     r.detail = died_detail();
     return r;
   }
-  ReadResult rr = read_message(from_, timeout);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point deadline = Clock::now() + timeout;
+  ReadResult rr;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    rr = read_message(from_, std::max(left, std::chrono::milliseconds(0)));
+    if (rr.status != ReadResult::Status::ok || !rr.message.is_object() || !rr.message.contains("op")) break;
+    if (!asked) {
+      rr.status = ReadResult::Status::error;
+      rr.error = fmt::format("the worker asked {} during op '{}', which takes no questions",
+                             rr.message["op"].dump().substr(0, 40), request.value("op", ""));
+      break;
+    }
+    auto t0 = Clock::now();
+    nlohmann::json answer = asked(rr.message);
+    deadline += Clock::now() - t0;
+    if (!write_message(to_, answer).empty()) {
+      r.status = Reply::Status::died;
+      r.detail = died_detail();
+      return r;
+    }
+  }
   switch (rr.status) {
     case ReadResult::Status::ok:
       r.body = std::move(rr.message);

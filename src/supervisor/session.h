@@ -3,6 +3,7 @@
 #pragma once
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +39,12 @@ class WorkerProcess {
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
   Reply call(const nlohmann::json& request, std::chrono::milliseconds timeout);
+  // The same, for a request during which the worker asks the supervisor for something: every
+  // message from the worker with an "op" (rather than "ok") goes to `asked`, whose answer is sent
+  // back, until the reply. The time spent in `asked` does not count against `timeout`. Without a
+  // handler such a message is a garbled channel.
+  using AskHandler = std::function<nlohmann::json(const nlohmann::json&)>;
+  Reply call(const nlohmann::json& request, std::chrono::milliseconds timeout, const AskHandler& asked);
   // Asks the worker to exit, waits briefly, then kills its whole process group.
   void stop();
   bool alive() const { return pid_ > 0; }

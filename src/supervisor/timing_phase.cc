@@ -256,20 +256,55 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   req["spot_seed"] = spot_seeds.next();
   std::optional<uint64_t> fresh_seed;
   if (tp.fresh) {
-    // The candidate's calls on fresh draws of the problem's get_inputs(), made in its worker from
-    // the problem's code; the reference recomputes a secret subset of them for the spot checks.
-    FileText code = read_file(pair.problem_path);
-    if (!code.ok) return give_up("reading the problem for fresh timing draws: " + code.error);
+    // The candidate's calls on fresh draws of the problem's get_inputs(): before each call its
+    // worker asks for the next draw, which the reference makes into the shared set-0 buffers from
+    // a seed the candidate never sees; no draw runs in the candidate's process, so nothing it
+    // patched there sees one. The reference recomputes a secret subset for the spot checks.
     fresh_seed = spot_seeds.next();
-    req["fresh_seed"] = *fresh_seed;
-    req["problem_code"] = code.text;
-    req["problem_path"] = pair.problem_path.string();
+    req["fresh"] = true;
   }
   req["spot_per_output"] = tp.spot_per_output;
   req["spot_max_calls"] = tp.spot_max_calls;
+  // Draws in call order only, at most one per call the rule allows: an ask out of order or
+  // beyond that comes from a tampered worker.
+  const int64_t max_draws = int64_t{tp.rule.warmup} + tp.rule.max_samples + tp.rule.max_discards;
+  int64_t draws = 0;
+  std::string draw_error, draw_forged;
+  auto serve_draw = [&](const json& ask) -> json {
+    const bool is_draw = ask["op"].is_string() && ask["op"].get<std::string>() == "draw";
+    const bool in_order = ask.contains("index") && ask["index"].is_number_integer() &&
+                          ask["index"].get<int64_t>() == draws && draws < max_draws;
+    if (!fresh_seed || !is_draw || !in_order) {
+      if (draw_forged.empty())
+        draw_forged = fmt::format("the candidate worker asked for {} when the next draw was {} (at most {})",
+                                  ask.dump().substr(0, 120), draws, max_draws);
+      return json{{"ok", false}, {"kind", "protocol_error"}, {"message", "fresh draws come in call order"}};
+    }
+    Reply d = reference.call({{"op", "time_draw"}, {"fresh_seed", *fresh_seed}, {"index", draws}},
+                             ms(options.timeouts.reference_s));
+    if (d.status != Reply::Status::ok) {
+      if (draw_error.empty()) draw_error = fmt::format("fresh timing draw {}: {}", draws, reply_message(d));
+      return json{{"ok", false}, {"kind", "problem_error"}, {"message", draw_error}};
+    }
+    ++draws;
+    return json{{"ok", true}};
+  };
   auto t0 = Clock::now();
-  Reply c = candidate.call(req, timing_timeout(options));
+  Reply c = candidate.call(req, timing_timeout(options), serve_draw);
   const double supervisor_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  // The reference failing to draw is the problem's (or kbv's) failure, not the candidate's.
+  if (!draw_error.empty()) return give_up(draw_error);
+  if (!draw_forged.empty()) {
+    record["findings"].push_back(finding("timing_mismatch", reject, draw_forged + ": the timing channel was tampered with",
+                                         "fresh timing draws", "T14"));
+    if (reject == "reject") {
+      record["verdict"] = "rejected";
+      record["message"] = record["findings"].back()["message"];
+      record["correctness"] = false;
+      record["metadata"]["correctness_issue"] = record["message"];
+    }
+    return give_up(draw_forged);
+  }
   if (c.status != Reply::Status::ok) {
     std::string verdict = c.status == Reply::Status::timeout ? "timeout"
                           : c.status == Reply::Status::died  ? "crashed"
@@ -288,6 +323,14 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   Stats cs = stats_of_reply(cr);
   timing["method"] = cr.value("method", "");
   timing["candidate"] = cs.to_json();
+  if (fresh_seed && draws != int64_t{tp.rule.warmup} + cs.samples + cs.discarded)
+    record["findings"].push_back(finding(
+        "timing_mismatch", reject,
+        fmt::format("the candidate worker reported {} warm-up and timed calls but asked for {} fresh draws: the "
+                    "reported calls are forged",
+                    tp.rule.warmup + cs.samples + cs.discarded, draws),
+        "timing.draws", "T14"));
+  if (fresh_seed) timing["draws"] = draws;
 
   // Wall check: the samples the candidate's process reports cannot add up to more than the
   // supervisor saw the whole request take (T4: a patched or forged timer).

@@ -297,6 +297,25 @@ TimingRun run_timing(const TimingConfig& config, const std::function<void(int)>&
   return run_cpu(config, prepare, call, after);
 }
 
+void copy_bytes(at::Tensor& dst, const at::Tensor& src) {
+  if (!dst.is_contiguous() || !src.is_contiguous() || dst.nbytes() != src.nbytes() ||
+      dst.device() != src.device())
+    throw std::runtime_error(fmt::format("copying a timing draw: {} bytes on {} into {} bytes on {} (both must be "
+                                         "contiguous)",
+                                         src.nbytes(), src.device().str(), dst.nbytes(), dst.device().str()));
+  if (dst.nbytes() == 0) return;
+  if (dst.is_cuda()) {
+#ifdef KBV_WITH_CUDA
+    check_cuda(cudaMemcpy(dst.data_ptr(), src.data_ptr(), dst.nbytes(), cudaMemcpyDeviceToDevice),
+               "copying a timing draw");
+    return;
+#else
+    throw std::runtime_error("copying a timing draw on the GPU, but this worker was built without CUDA");
+#endif
+  }
+  std::memcpy(dst.data_ptr(), src.data_ptr(), dst.nbytes());
+}
+
 void LiveInputs::init() {
   live.clear();
   if (sets.empty()) return;

@@ -807,13 +807,16 @@ _ext.load_inline = _guarded
   std::vector<py::object> time_template;               // set 0's arguments (tensors replaced by live ones)
   std::vector<int> time_tensor_pos;                    // argument index of each tensor
   TransferSet time_transfers;
-  // Fresh draws (docs/TIMING.md): the problem module get_inputs() comes from (the candidate loads
-  // its own copy of the problem's code; the reference uses `module`), and its path.
-  py::object draw_module;
-  std::string draw_path;
+  // Fresh draws for a candidate's timed calls (docs/TIMING.md): the reference writes each draw into
+  // set 0's shared buffers (its views of them here), the candidate copies them into its live ones.
+  std::vector<at::Tensor> time_staging;
+  // The protocol fds: the candidate asks the supervisor for each fresh draw in the middle of a
+  // timing request.
+  int in_fd = 3, out_fd = 4;
 
   json release_timing() {
     time_sets = LiveInputs{};
+    time_staging.clear();
     time_expected.clear();
     time_template.clear();
     time_tensor_pos.clear();
@@ -867,7 +870,9 @@ _ext.load_inline = _guarded
         if (THPVariable_Check(item.ptr())) {
           at::Tensor t = THPVariable_Unpack(item.ptr()).to(dev);
           if (precision != "fp32") t = cast_floating(t, dtype);  // as the correctness inputs
-          wire.push_back(time_transfers.export_tensor(t));
+          at::Tensor view;
+          wire.push_back(time_transfers.export_tensor(t, s == 0 ? &view : nullptr));
+          if (s == 0) time_staging.push_back(view);
           tensors.push_back(t);
           // The reference computes on a copy: an in-place reference must not change the set.
           args.push_back(py::reinterpret_steal<py::object>(THPVariable_Wrap(t.clone())));
@@ -914,39 +919,64 @@ _ext.load_inline = _guarded
     return out;
   }
 
-  // The live buffers filled with fresh draw `seed`; a draw whose tensors differ in number, shape or
-  // dtype from the first cannot go through the same buffers.
-  void load_fresh(py::handle from, uint64_t seed) {
-    std::vector<at::Tensor> t = fresh_draw(from, seed);
-    auto& live = time_sets.live;
-    if (t.size() != live.size())
+  // `into` filled with fresh draw `seed` of the problem's get_inputs() (the reference's `module`);
+  // a draw whose tensors differ in number, shape or dtype from the first cannot go through the
+  // same buffers.
+  void load_fresh(std::vector<at::Tensor>& into, uint64_t seed) {
+    std::vector<at::Tensor> t = fresh_draw(module, seed);
+    if (t.size() != into.size())
       throw WorkerError{"problem_error",
                         fmt::format("get_inputs() returned {} tensors on a fresh timing draw, {} on the first; a "
                                     "problem whose inputs change between draws can only be timed with "
                                     "--timing-inputs sets",
-                                    t.size(), live.size()),
+                                    t.size(), into.size()),
                         ""};
     for (size_t i = 0; i < t.size(); ++i) {
-      if (t[i].sizes() != live[i].sizes() || t[i].scalar_type() != live[i].scalar_type())
+      if (t[i].sizes() != into[i].sizes() || t[i].scalar_type() != into[i].scalar_type())
         throw WorkerError{"problem_error",
                           fmt::format("get_inputs() returned input {} as {} {} on a fresh timing draw, {} {} on the "
                                       "first; a problem whose inputs change between draws can only be timed with "
                                       "--timing-inputs sets",
                                       i, dtype_name(t[i].scalar_type()), shape_string(t[i].sizes()),
-                                      dtype_name(live[i].scalar_type()), shape_string(live[i].sizes())),
+                                      dtype_name(into[i].scalar_type()), shape_string(into[i].sizes())),
                           ""};
-      live[i].copy_(t[i]);
+      into[i].copy_(t[i]);
     }
   }
 
-  // The timing loop on `fn` over the inputs loaded in time_sets/time_template: with "fresh_seed",
-  // call i computes on fresh draw fresh_seed + i; otherwise on input set i mod K.
+  // Reference: fresh draw fresh_seed + index written into the shared set-0 buffers, finished on the
+  // device before the reply, for the candidate to copy into its live buffers.
+  json time_draw(const json& request) {
+    if (time_sets.sets.empty())
+      throw WorkerError{"protocol_error", "time_draw before time_inputs", ""};
+    load_fresh(time_staging, request.at("fresh_seed").get<uint64_t>() + request.at("index").get<uint64_t>());
+    sync_device(device);
+    return json{{"ok", true}};
+  }
+
+  // Candidate: one fresh draw, made by the reference through the supervisor (call `index` of this
+  // request; the supervisor checks the order), then copied byte for byte into the live buffers.
+  // No Python runs in this process for it, so nothing the candidate patched sees the draw.
+  void fetch_fresh(int index) {
+    if (std::string e = write_message(out_fd, {{"op", "draw"}, {"index", index}}); !e.empty())
+      throw WorkerError{"protocol_error", "asking for a fresh timing draw: " + e, ""};
+    ReadResult r = read_message(in_fd, std::nullopt);
+    if (r.status != ReadResult::Status::ok)
+      throw WorkerError{"protocol_error", "waiting for a fresh timing draw: " + r.error, ""};
+    if (!r.message.value("ok", false))
+      throw WorkerError{r.message.value("kind", std::string("problem_error")),
+                        r.message.value("message", std::string("the fresh timing draw failed")), ""};
+    const auto& staged = time_sets.sets.at(0);
+    for (size_t i = 0; i < time_sets.live.size() && i < staged.size(); ++i) copy_bytes(time_sets.live[i], staged[i]);
+  }
+
+  // The timing loop on `fn` over the inputs loaded in time_sets/time_template. Fresh draws: call i
+  // computes on draw fresh_seed + i, made here (the reference, for its baselines) or by the
+  // reference for the candidate (request "fresh": fetch_fresh); otherwise on input set i mod K.
   json time_callable(py::object fn, const json& request, SpotSampler* spot) {
     time_sets.init();
-    const bool fresh = request.contains("fresh_seed");
-    const uint64_t fresh_seed = fresh ? request.at("fresh_seed").get<uint64_t>() : 0;
-    py::handle from = role == "candidate" ? py::handle(draw_module) : py::handle(module);
-    if (fresh && !from) throw WorkerError{"protocol_error", "fresh timing draws without the problem's code", ""};
+    const bool fresh = role == "candidate" ? request.value("fresh", false) : request.contains("fresh_seed");
+    const uint64_t fresh_seed = fresh && role != "candidate" ? request.at("fresh_seed").get<uint64_t>() : 0;
     std::vector<py::object> args = time_template;
     for (size_t i = 0; i < time_tensor_pos.size(); ++i)
       args[time_tensor_pos[i]] = py::reinterpret_steal<py::object>(THPVariable_Wrap(time_sets.live[i]));
@@ -969,8 +999,10 @@ _ext.load_inline = _guarded
     TimingRun run = run_timing(
         config,
         [&](int index) {
-          if (fresh)
-            load_fresh(from, fresh_seed + static_cast<uint64_t>(index));
+          if (fresh && role == "candidate")
+            fetch_fresh(index);
+          else if (fresh)
+            load_fresh(time_sets.live, fresh_seed + static_cast<uint64_t>(index));
           else
             time_sets.load(index);
         },
@@ -1029,20 +1061,6 @@ _ext.load_inline = _guarded
   json time_candidate(const json& request) {
     release();
     release_timing();
-    if (request.contains("fresh_seed")) {
-      // Fresh draws come from the problem's own get_inputs(), run here as in the reference (and
-      // checked by it: spot checks recompute the draws the candidate timed).
-      std::string path = request.value("problem_path", "problem.py");
-      if (!draw_module || path != draw_path) {
-        try {
-          draw_module = exec_source(request.at("problem_code").get<std::string>(), path, "kbv_problem_draws");
-        } catch (py::error_already_set& e) {
-          throw python_error("problem_error", path + ": the problem file does not import for fresh timing draws", e);
-        }
-        apply_cpu_sizes(draw_module, path);
-        draw_path = path;
-      }
-    }
     const json& sets = request.at("sets");
     for (size_t s = 0; s < sets.size(); ++s) {
       std::vector<at::Tensor> tensors;
@@ -1230,6 +1248,7 @@ _ext.load_inline = _guarded
       if (op == "lint") return lint(request);
       if (op == "time_inputs") return time_inputs(request);
       if (op == "time") return time_reference(request);
+      if (op == "time_draw") return time_draw(request);
       if (op == "spot_check") return spot_check(request);
       if (op == "time_release") return release_timing();
       if (op == "calibrate") return calibrate(request);
@@ -1253,6 +1272,8 @@ int serve(const std::string& role, int in_fd, int out_fd) {
   fcntl(out_fd, F_SETFD, FD_CLOEXEC);
   Worker worker;
   worker.role = role;
+  worker.in_fd = in_fd;
+  worker.out_fd = out_fd;
   for (;;) {
     ReadResult r = read_message(in_fd, std::nullopt);
     if (r.status == ReadResult::Status::eof) return 0;  // supervisor gone: exit quietly

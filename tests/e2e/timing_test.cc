@@ -154,6 +154,65 @@ TEST(Timing, FreshDrawsLeaveAContentCacheNothingToHit) {
   EXPECT_LT(st["candidate"]["median_ms"].get<double>(), 10.0) << "two cycled sets: the cache answers " << st.dump(1);
 }
 
+// A candidate that patched torch.rand to compute each drawn input's answer before the call
+// (examples/level1/26_GELU_/cpu_draw_hook.py; its misses sleep 20 ms). The static rule rejects it;
+// past the rule (--policy lenient) the timing draws must still never reach its hook: the reference
+// makes them, so every timed call misses. When the candidate's worker made its own draws with the
+// problem's get_inputs(), every timed call hit (fastest call about 1 ms).
+TEST(Timing, DrawsAreMadeOutOfTheCandidatesReach) {
+  fs::path dir = scratch("draw-hook");
+  fs::path out = dir / "record.json";
+  Outcome o = kbv_run({"eval", "--problem", (kSource / "problems/level1/26_GELU_.py").string(), "--solution",
+                       (kSource / "examples/level1/26_GELU_/cpu_draw_hook.py").string(), "--device", "cpu", "--trials",
+                       "1", "--policy", "lenient", "--time-cap", "0.5", "--json", out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  ASSERT_EQ(o.record["verdict"], "correct") << o.record.dump(1);
+  const json& t = o.record["timing"];
+  EXPECT_EQ(t["inputs"], "fresh");
+  EXPECT_GE(t["candidate"]["min_ms"].get<double>(), 20.0) << "a timed call found its answer ready: " << t.dump(1);
+  EXPECT_EQ(t["draws"].get<int>(), 3 + t["candidate"]["samples"].get<int>()) << "one draw per warm-up and timed call";
+  EXPECT_EQ(t["spot_checks"]["failed"].get<int>(), 0) << t["spot_checks"].dump();
+  bool warned = false;
+  for (const auto& f : o.record["findings"]) warned = warned || f["rule"] == "patch_harness";
+  EXPECT_TRUE(warned) << o.record["findings"].dump(1);
+}
+
+// A candidate that writes on its worker's reply channel itself (fd 4, open in its process) to ask
+// for a draw out of order, e.g. to see the next call's inputs early: a forged channel (T14).
+TEST(Timing, AnAskForADrawOutOfOrderIsAForgedChannel) {
+  fs::path dir = scratch("forged-draw");
+  std::string src = kbv::read_file(kSource / "examples/level1/26_GELU_/cpu_honest.py").text;
+  const std::string forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n";
+  ASSERT_NE(src.find(forward), std::string::npos);
+  // Inside the timing: four calls in a row on the same buffer with new values in [0, 1) each time
+  // (the four checks of --trials 1 scale theirs by x3, x0.01 and x-1; the audit repeats values).
+  src.replace(src.find(forward), forward.size(),
+              forward +
+                  "        _calls.append((x.data_ptr(), float(x.reshape(-1)[0])))\n"
+                  "        last = _calls[-4:]\n"
+                  "        if (len(last) == 4 and len({p for p, _ in last}) == 1 and len({v for _, v in last}) == 4\n"
+                  "                and all(0 <= v < 1 for _, v in last) and not _sent):\n"
+                  "            _sent.append(1)\n"
+                  "            b = json.dumps({'op': 'draw', 'index': 999}).encode()\n"
+                  "            os.write(4, struct.pack('<I', len(b)) + b)\n");
+  src = "import json\nimport os\nimport struct\n_calls = []\n_sent = []\n" + src;
+  fs::path sol = dir / "cpu_forged_draw.py";
+  ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
+  fs::path out = dir / "record.json";
+  Outcome o = kbv_run({"eval", "--problem", (kSource / "problems/level1/26_GELU_.py").string(), "--solution",
+                       sol.string(), "--device", "cpu", "--trials", "1", "--policy", "lenient", "--time-cap", "0.5",
+                       "--json", out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
+  bool found = false;
+  for (const auto& f : o.record["findings"])
+    found = found || (f["rule"] == "timing_mismatch" && f["cheat"] == "T14" &&
+                      f["message"].get<std::string>().find("\"index\":999") != std::string::npos);
+  EXPECT_TRUE(found) << o.record["findings"].dump(1);
+}
+
 TEST(Timing, PointerCacheFailsTheSpotCheck) {
   Outcome o = eval("examples/level1/19_ReLU/cpu_pointer_cache.py", "cpu", {"--time-cap", "0.3", "--policy", "lenient"});
   ASSERT_EQ(o.code, 0) << o.output;

@@ -1,0 +1,103 @@
+// WorkerProcess against a stand-in worker (plain python3, no torch): requests during which the
+// worker asks the supervisor something (fresh timing draws, docs/TIMING.md).
+#include "supervisor/session.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace kbv {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+// Speaks the worker protocol on fds 3/4. "ask" {n}: asks {"op": "draw", "index": i} n times, then
+// replies with the answers it got.
+constexpr const char* kFakeWorker = R"(#!/usr/bin/env python3
+import json, os, struct
+def read_exact(n):
+    b = b""
+    while len(b) < n:
+        c = os.read(3, n - len(b))
+        if not c:
+            return None
+        b += c
+    return b
+def read():
+    h = read_exact(4)
+    return None if h is None else json.loads(read_exact(struct.unpack("<I", h)[0]))
+def write(m):
+    b = json.dumps(m).encode()
+    os.write(4, struct.pack("<I", len(b)) + b)
+while True:
+    m = read()
+    if m is None or m.get("op") == "exit":
+        break
+    answers = []
+    for i in range(m.get("n", 0)):
+        write({"op": "draw", "index": i})
+        answers.append(read())
+    write({"ok": True, "answers": answers})
+)";
+
+std::unique_ptr<WorkerProcess> start_fake() {
+  fs::path dir = fs::temp_directory_path() / ("kbv-session-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path script = dir / "fake_worker.py";
+  std::ofstream(script) << kFakeWorker;
+  fs::permissions(script, fs::perms::owner_all);
+  WorkerConfig config;
+  config.python = script.string();  // run with the worker's arguments, which it ignores
+  config.worker_dir = dir;
+  config.log_dir = dir;
+  std::string error;
+  auto w = WorkerProcess::start("candidate", config, {}, error);
+  EXPECT_TRUE(w) << error;
+  return w;
+}
+
+TEST(WorkerSession, AsksDuringARequestAreAnsweredInOrder) {
+  auto w = start_fake();
+  ASSERT_TRUE(w);
+  std::vector<int> seen;
+  Reply r = w->call({{"op", "time"}, {"n", 3}}, milliseconds(10000), [&](const json& ask) {
+    seen.push_back(ask.value("index", -1));
+    return json{{"ok", true}, {"echo", ask["index"]}};
+  });
+  ASSERT_EQ(r.status, Reply::Status::ok) << r.detail;
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(r.body["answers"].size(), 3u);
+  EXPECT_EQ(r.body["answers"][2]["echo"], 2);
+  // The worker is still usable afterwards.
+  Reply again = w->call({{"op", "time"}, {"n", 0}}, milliseconds(10000));
+  EXPECT_EQ(again.status, Reply::Status::ok) << again.detail;
+}
+
+TEST(WorkerSession, AnAskWithoutAHandlerIsAGarbledChannel) {
+  auto w = start_fake();
+  ASSERT_TRUE(w);
+  Reply r = w->call({{"op", "run"}, {"n", 1}}, milliseconds(10000));
+  EXPECT_EQ(r.status, Reply::Status::channel_error);
+  EXPECT_NE(r.detail.find("asked \"draw\" during op 'run', which takes no questions"), std::string::npos) << r.detail;
+  EXPECT_FALSE(w->alive());
+}
+
+TEST(WorkerSession, TimeSpentAnsweringDoesNotCountAgainstTheDeadline) {
+  auto w = start_fake();
+  ASSERT_TRUE(w);
+  // Three answers of 400 ms each, under a 1 s deadline for the worker's own time.
+  Reply r = w->call({{"op", "time"}, {"n", 3}}, milliseconds(1000), [&](const json&) {
+    std::this_thread::sleep_for(milliseconds(400));
+    return json{{"ok", true}};
+  });
+  EXPECT_EQ(r.status, Reply::Status::ok) << r.detail;
+}
+
+}  // namespace
+}  // namespace kbv
