@@ -54,6 +54,24 @@ json finding(const std::string& rule, const std::string& severity, const std::st
   return {{"rule", rule}, {"severity", severity}, {"message", message}, {"evidence", evidence}, {"cheat", cheat}};
 }
 
+// The record's verdict from its first rejecting finding, if it has one.
+void reject_on_findings(json& record) {
+  for (const auto& f : record["findings"])
+    if (f.value("severity", "") == "reject") {
+      record["verdict"] = "rejected";
+      record["message"] = f.value("message", "");
+      record["correctness"] = false;
+      record["metadata"]["correctness_issue"] = record["message"];
+      return;
+    }
+}
+
+// The call a spot entry names (its "set": warm-up calls first), if it names one.
+std::optional<int64_t> entry_call(const json& e) {
+  if (e.is_object() && e.contains("set") && e["set"].is_number_integer()) return e["set"].get<int64_t>();
+  return std::nullopt;
+}
+
 }  // namespace
 
 Stats stats_of_reply(const json& reply) {
@@ -297,12 +315,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   if (!draw_forged.empty()) {
     record["findings"].push_back(finding("timing_mismatch", reject, draw_forged + ": the timing channel was tampered with",
                                          "fresh timing draws", "T14"));
-    if (reject == "reject") {
-      record["verdict"] = "rejected";
-      record["message"] = record["findings"].back()["message"];
-      record["correctness"] = false;
-      record["metadata"]["correctness_issue"] = record["message"];
-    }
+    reject_on_findings(record);
     return give_up(draw_forged);
   }
   if (c.status != Reply::Status::ok) {
@@ -365,7 +378,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   if (fresh_seed) {
     std::vector<int64_t> calls;
     for (const auto& e : entries)
-      if (e.is_object() && e.contains("set") && e["set"].is_number_integer()) calls.push_back(e["set"].get<int64_t>());
+      if (std::optional<int64_t> call = entry_call(e)) calls.push_back(*call);
     std::sort(calls.begin(), calls.end());
     calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
     spot_calls = static_cast<int>(calls.size());
@@ -375,9 +388,10 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
     std::set<int64_t> chosen(calls.begin(), calls.end());
     spot_calls_checked = static_cast<int>(chosen.size());
     json subset = json::array();
-    for (const auto& e : entries)
-      if (!(e.is_object() && e.contains("set") && e["set"].is_number_integer()) || chosen.count(e["set"].get<int64_t>()))
-        subset.push_back(e);  // malformed entries are passed on, to be counted as failures
+    for (const auto& e : entries) {
+      std::optional<int64_t> call = entry_call(e);
+      if (!call || chosen.count(*call)) subset.push_back(e);  // malformed entries are passed on, to fail there
+    }
     sc_req["entries"] = subset;
     sc_req["fresh_seed"] = *fresh_seed;
   }
@@ -489,14 +503,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   }
   reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
   candidate.call({{"op", "time_release"}}, ms(options.timeouts.call_s));
-  for (const auto& f : record["findings"])
-    if (f.value("severity", "") == "reject") {
-      record["verdict"] = "rejected";
-      record["message"] = f.value("message", "");
-      record["correctness"] = false;
-      record["metadata"]["correctness_issue"] = record["message"];
-      break;
-    }
+  reject_on_findings(record);
 }
 
 }  // namespace kbv

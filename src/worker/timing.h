@@ -49,11 +49,11 @@ struct TimingRun {
 TimingRun run_timing(const TimingConfig& config, const std::function<void(int)>& prepare,
                      const std::function<void()>& call, const std::function<void(int, int)>& after);
 
-// Live inputs at fixed addresses: own clones of set 0, refilled from set k before each sample.
 // dst's bytes replaced by src's, with memcpy or cudaMemcpy: no dispatcher, so no operator
 // override the candidate registered sees it. Both contiguous, same size and device; throws if not.
 void copy_bytes(at::Tensor& dst, const at::Tensor& src);
 
+// Live inputs at fixed addresses: own clones of set 0, refilled from set k before each sample.
 struct LiveInputs {
   std::vector<std::vector<at::Tensor>> sets;  // per set, the tensor arguments in order
   std::vector<at::Tensor> live;

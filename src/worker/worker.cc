@@ -347,22 +347,6 @@ _ext.load_inline = _guarded
                                               scope);
   }
 
-  // On the CPU, the problem's KBV_CPU globals (docs/PROBLEMS.md) replace its default sizes before
-  // any get_*_inputs() call. Returns what was overridden.
-  json apply_cpu_sizes(py::object mod, const std::string& path) {
-    json overrides = json::object();
-    if (device != "cpu" || !py::hasattr(mod, "KBV_CPU")) return overrides;
-    py::object sizes = mod.attr("KBV_CPU");
-    if (!py::isinstance<py::dict>(sizes))
-      throw WorkerError{"problem_error", path + ": KBV_CPU must be a dict of module globals to override", ""};
-    for (auto item : py::cast<py::dict>(sizes)) {
-      std::string key = py::str(item.first).cast<std::string>();
-      mod.attr(key.c_str()) = item.second;
-      overrides[key] = py::str(py::repr(item.second)).cast<std::string>();
-    }
-    return overrides;
-  }
-
   json load_problem(const json& request) {
     set_device(request);
     worker_memory::begin_ledger(device);
@@ -383,7 +367,17 @@ _ext.load_inline = _guarded
                                       "get_inputs() and get_init_inputs()",
                                       path, name),
                           ""};
-    json overrides = apply_cpu_sizes(module, path);
+    json overrides = json::object();
+    if (device == "cpu" && py::hasattr(module, "KBV_CPU")) {
+      py::object sizes = module.attr("KBV_CPU");
+      if (!py::isinstance<py::dict>(sizes))
+        throw WorkerError{"problem_error", path + ": KBV_CPU must be a dict of module globals to override", ""};
+      for (auto item : py::cast<py::dict>(sizes)) {
+        std::string key = py::str(item.first).cast<std::string>();
+        module.attr(key.c_str()) = item.second;
+        overrides[key] = py::str(py::repr(item.second)).cast<std::string>();
+      }
+    }
     json init_wire = json::array();
     try {
       torch::manual_seed(request.value("seed", 42));
@@ -436,16 +430,14 @@ _ext.load_inline = _guarded
 
   // One get_inputs() draw after torch.manual_seed(seed). `on_device`: torch.rand & co. inside
   // get_inputs() allocate on the GPU (a torch.device("cuda") context): no host draw, no copy.
-  // `from`: the module whose get_inputs() draws (default: the loaded problem).
-  py::list draw_inputs(uint64_t seed, bool on_device, py::handle from = py::handle()) {
-    py::handle m = from ? from : py::handle(module);
+  py::list draw_inputs(uint64_t seed, bool on_device) {
     torch::manual_seed(seed);
-    if (!on_device) return m.attr("get_inputs")();
+    if (!on_device) return module.attr("get_inputs")();
     py::object ctx = py::module_::import("torch").attr("device")("cuda");
     ctx.attr("__enter__")();
     py::list raw;
     try {
-      raw = m.attr("get_inputs")();
+      raw = module.attr("get_inputs")();
     } catch (...) {
       ctx.attr("__exit__")(py::none(), py::none(), py::none());
       throw;
@@ -899,13 +891,13 @@ _ext.load_inline = _guarded
 
   // Tensor arguments of fresh timing draw `seed` as a timed call sees them: the problem's
   // get_inputs() after manual_seed(seed) (on the GPU inside a torch.device("cuda") context),
-  // floating tensors in the evaluated precision. The same code in both workers, so that the
-  // reference recomputes exactly what a candidate's timed call saw.
-  std::vector<at::Tensor> fresh_draw(py::handle from, uint64_t seed) {
+  // floating tensors in the evaluated precision. The same code makes the candidate's draws
+  // (time_draw), the baselines' and the spot checks' recomputations.
+  std::vector<at::Tensor> fresh_draw(uint64_t seed) {
     at::Device dev = device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
     py::list raw;
     try {
-      raw = draw_inputs(seed, device == "cuda", from);
+      raw = draw_inputs(seed, device == "cuda");
     } catch (py::error_already_set& e) {
       throw python_error("problem_error", "get_inputs() failed while drawing fresh timing inputs", e);
     }
@@ -919,11 +911,10 @@ _ext.load_inline = _guarded
     return out;
   }
 
-  // `into` filled with fresh draw `seed` of the problem's get_inputs() (the reference's `module`);
-  // a draw whose tensors differ in number, shape or dtype from the first cannot go through the
-  // same buffers.
+  // `into` filled with fresh draw `seed` of the problem's get_inputs(); a draw whose tensors
+  // differ in number, shape or dtype from the first cannot go through the same buffers.
   void load_fresh(std::vector<at::Tensor>& into, uint64_t seed) {
-    std::vector<at::Tensor> t = fresh_draw(module, seed);
+    std::vector<at::Tensor> t = fresh_draw(seed);
     if (t.size() != into.size())
       throw WorkerError{"problem_error",
                         fmt::format("get_inputs() returned {} tensors on a fresh timing draw, {} on the first; a "
@@ -1106,7 +1097,7 @@ _ext.load_inline = _guarded
       for (auto& [index, group] : by_draw) {
         std::vector<at::Tensor> outputs;
         if (index >= 0) {
-          std::vector<at::Tensor> drawn = fresh_draw(module, seed + static_cast<uint64_t>(index));
+          std::vector<at::Tensor> drawn = fresh_draw(seed + static_cast<uint64_t>(index));
           if (drawn.size() != time_tensor_pos.size())
             throw WorkerError{"problem_error", "get_inputs() returned another number of tensors on a fresh draw", ""};
           std::vector<py::object> args = time_template;
