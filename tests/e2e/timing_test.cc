@@ -113,6 +113,17 @@ TEST(Timing, OffLeavesTheRecordUntimed) {
   EXPECT_EQ(o.record["protocol"]["timing"]["enabled"], false);
 }
 
+// GELU on the CPU past the static rules (--policy lenient), one trial, half a second of sampling:
+// for candidates whose timing must stand on its own.
+Outcome eval_gelu_lenient(const fs::path& solution, const fs::path& out, std::vector<std::string> extra = {}) {
+  fs::remove(out);
+  std::vector<std::string> args = {"eval",   "--problem", (kSource / "problems/level1/26_GELU_.py").string(),
+                                   "--solution", solution.string(), "--device", "cpu", "--trials", "1",
+                                   "--policy", "lenient", "--time-cap", "0.5", "--json", out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return kbv_run(args, out);
+}
+
 // A cache keyed on the input's content (cheat T5, as examples/level1/26_GELU_/cpu_cache_content.py)
 // whose misses cost at least 20 ms: with fresh draws no timed call can hit it, so even its fastest
 // call takes 20 ms; cycling through two input sets, every timed call hits. The static rule and the
@@ -129,14 +140,8 @@ TEST(Timing, FreshDrawsLeaveAContentCacheNothingToHit) {
   fs::path sol = dir / "cpu_cache_content_slow_miss.py";
   ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
   auto run = [&](std::vector<std::string> extra) {
-    fs::path out = dir / "record.json";
-    fs::remove(out);
-    std::vector<std::string> args = {"eval", "--problem", (kSource / "problems/level1/26_GELU_.py").string(),
-                                     "--solution", sol.string(), "--device", "cpu", "--trials", "1", "--policy",
-                                     "lenient", "--protocol", "kernelbench", "--time-cap", "0.5", "--json",
-                                     out.string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return kbv_run(args, out);
+    extra.insert(extra.begin(), {"--protocol", "kernelbench"});
+    return eval_gelu_lenient(sol, dir / "record.json", extra);
   };
   Outcome fresh = run({});
   ASSERT_EQ(fresh.code, 0) << fresh.output;
@@ -161,11 +166,7 @@ TEST(Timing, FreshDrawsLeaveAContentCacheNothingToHit) {
 // problem's get_inputs(), every timed call hit (fastest call about 1 ms).
 TEST(Timing, DrawsAreMadeOutOfTheCandidatesReach) {
   fs::path dir = scratch("draw-hook");
-  fs::path out = dir / "record.json";
-  Outcome o = kbv_run({"eval", "--problem", (kSource / "problems/level1/26_GELU_.py").string(), "--solution",
-                       (kSource / "examples/level1/26_GELU_/cpu_draw_hook.py").string(), "--device", "cpu", "--trials",
-                       "1", "--policy", "lenient", "--time-cap", "0.5", "--json", out.string()},
-                      out);
+  Outcome o = eval_gelu_lenient(kSource / "examples/level1/26_GELU_/cpu_draw_hook.py", dir / "record.json");
   ASSERT_EQ(o.code, 0) << o.output;
   ASSERT_EQ(o.record["verdict"], "correct") << o.record.dump(1);
   const json& t = o.record["timing"];
@@ -199,11 +200,7 @@ TEST(Timing, AnAskForADrawOutOfOrderIsAForgedChannel) {
   src = "import json\nimport os\nimport struct\n_calls = []\n_sent = []\n" + src;
   fs::path sol = dir / "cpu_forged_draw.py";
   ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
-  fs::path out = dir / "record.json";
-  Outcome o = kbv_run({"eval", "--problem", (kSource / "problems/level1/26_GELU_.py").string(), "--solution",
-                       sol.string(), "--device", "cpu", "--trials", "1", "--policy", "lenient", "--time-cap", "0.5",
-                       "--json", out.string()},
-                      out);
+  Outcome o = eval_gelu_lenient(sol, dir / "record.json");
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
   bool found = false;
