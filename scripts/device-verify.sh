@@ -12,11 +12,22 @@
 #   memory-tests  the MemoryGpu.* tests, one at a time
 #   timing-tests  the TimingGpu.* tests, one at a time
 #   bf16          the bf16 CUDA examples (GEMM, RMSNorm) at --precision bf16
+#   prebuild-bg   prebuild in the background (CPU work), for GPU stages that need no build;
+#   prebuild-wait waits for it
 #   selftest      kbv selftest --device cuda (the CUDA confusion matrix), timing off
-#   suite-times   bench/suite_times.py (TF32 and FP32 reference times of every problem)
+#   main          scripts/main.sh on the GPU (the README's first command; KBV_MAIN_TIMEOUT, 1500 s)
+#   lint-cuda     kbv lint-problems problems --device cuda --jobs 1
+#   suite-times   bench/suite_times.py (TF32 and FP32 reference times of every problem;
+#                 KBV_SUITE_ARGS, e.g. "--skip REGEX --budget 1")
 #   aa|repeat|overhead|side_stream|protocol|tf32   bench/bench.py's timing benchmarks
 # KBV_STAGE_TIMEOUT (seconds, default 540) bounds each command of a stage. More than 8 files under
 # $OUT at the end (the device tool returns 8) are packed into $OUT/all.tgz.
+#
+# Longer than one call (10 minutes): `detach STAGES...` runs the stages in their own process
+# session, which outlives the call (the machine stays held while calls follow each other), with
+# their logs under KBV_VERIFY_DIR (default /tmp/kbv-verify); it then follows them like `wait`.
+# `wait SECONDS` prints the driver's new log lines for at most SECONDS (less if the stages end) and
+# packs what they wrote so far into $OUT/all.tgz. A stage running when the machine goes back is lost.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -26,6 +37,26 @@ export KBV_PYTHON=$python
 build=$root/build-gpu
 cache=$build/test-cache  # the tests' KBV_TEST_CACHE
 limit=${KBV_STAGE_TIMEOUT:-540}
+vdir=${KBV_VERIFY_DIR:-/tmp/kbv-verify}
+if [[ ${1:-} == detach ]]; then
+  shift
+  rm -rf "$vdir" && mkdir -p "$vdir/out"
+  KBV_DETACHED=1 OUT=$vdir/out setsid nohup "$root/scripts/device-verify.sh" "$@" > "$vdir/driver.log" 2>&1 < /dev/null &
+  echo "device-verify: detached $* (pid $!), logs in $vdir"
+  set -- wait "${KBV_WAIT:-560}"
+fi
+if [[ ${1:-} == wait ]]; then
+  end=$((SECONDS + ${2:-560})) seen=0
+  while :; do
+    n=$({ wc -l < "$vdir/driver.log"; } 2>/dev/null || echo 0)
+    ((n > seen)) && sed -n "$((seen + 1)),${n}p" "$vdir/driver.log" && seen=$n
+    [[ -e $vdir/done ]] && { echo "device-verify: all stages done"; break; }
+    ((SECONDS < end)) || { echo "device-verify: still running"; break; }
+    sleep 3
+  done
+  mkdir -p "$out" && tar czf "$out/all.tgz" -C "$vdir" . 2>/dev/null
+  exit 0
+fi
 mkdir -p "$out"
 
 say() { echo "[$(date -u +%T)] $*"; }
@@ -50,6 +81,12 @@ stage() {
   case $name in
     build)
       OUT=$dir scripts/device.sh --build-only > "$dir/stdout.log" 2>&1 || { tail -20 "$dir/stdout.log"; return 1; } ;;
+    prebuild-bg)
+      (stage prebuild > "$dir/stdout.log" 2>&1; touch "$dir/finished") &
+      echo $! > "$dir/pid" ;;
+    prebuild-wait)
+      while [[ ! -e $out/prebuild-bg/finished ]]; do sleep 2; done
+      cat "$out/prebuild-bg/stdout.log" ;;
     prebuild)
       find examples -name 'cuda_*.py' | grep -E "${KBV_PREBUILD:-.}" | sort | xargs -P 12 -I{} sh -c \
         'timeout '"$limit"' "$0" build --solution "$1" --device cuda --cache-dir "$2" > "$3/$(echo "$1" | tr / _).log" 2>&1 || echo "prebuild failed: $1"' \
@@ -73,8 +110,16 @@ stage() {
       timeout "$limit" "$build/kbv" selftest --device cuda --trials 1 --timing off --cache-dir "$cache" \
         --json "$dir/selftest.json" > "$dir/selftest.txt" 2>&1
       say "selftest rc=$?"; tail -40 "$dir/selftest.txt" ;;
+    main)
+      KBV_SKIP_SETUP=1 KBV_BUILD_DIR=$build KBV_DEVICE=cuda KBV_CACHE_DIR=$cache \
+        timeout "${KBV_MAIN_TIMEOUT:-1500}" scripts/main.sh > "$dir/stdout.log" 2>&1
+      say "main rc=$?"; tail -45 "$dir/stdout.log"; cp "$build/selftest.json" "$dir/" 2>/dev/null ;;
+    lint-cuda)
+      timeout "$limit" "$build/kbv" lint-problems problems --device cuda --jobs 1 --cache-dir "$cache" \
+        --json "$dir/lint.json" > "$dir/stdout.log" 2>&1
+      say "lint-problems rc=$?"; tail -30 "$dir/stdout.log" ;;
     suite-times)
-      timeout "$limit" "$python" bench/suite_times.py --json "$dir/suite_times.json" > "$dir/stdout.log" 2>&1
+      timeout "$limit" "$python" bench/suite_times.py --json "$dir/suite_times.json" ${KBV_SUITE_ARGS:-} > "$dir/stdout.log" 2>&1
       say "suite_times rc=$?"; tail -5 "$dir/stdout.log" ;;
     aa|repeat|overhead|side_stream|protocol|tf32)
       OUT=$dir timeout "$limit" "$python" bench/bench.py "$name" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} > "$dir/stdout.log" 2> "$dir/stderr.log"
@@ -87,6 +132,7 @@ stage() {
 [[ $# -gt 0 ]] || { sed -n 2,20p "$0"; exit 2; }
 { date -u; nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv 2>&1; } > "$out/device.txt"
 for s in "$@"; do stage "$s"; done
+[[ -n ${KBV_DETACHED:-} ]] && { say "done"; touch "$vdir/done"; exit 0; }
 # The device tool brings back at most 8 files: more than that are packed into one all.tgz.
 if [[ $(find "$out" -type f | wc -l) -gt 8 ]]; then
   tar czf "/tmp/kbv-device-out.tgz" -C "$out" . && find "$out" -mindepth 1 -delete && mv /tmp/kbv-device-out.tgz "$out/all.tgz"

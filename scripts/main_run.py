@@ -4,9 +4,11 @@
   layout  --manifest M --device D --run DIR --rest FILE
       Lays the example solutions for device D that are honest or deliberately wrong (no cheat id;
       expected correct or wrong_output) out as a KernelBench run folder: DIR/level_L_problem_P_sample_S_kernel.py,
-      symlinks to the examples, samples numbered per problem in manifest order. Every other
-      entry (cheats, crashes, timeouts, the other device's) goes to FILE, a manifest with absolute
-      paths, for `kbv selftest`.
+      symlinks to the examples, samples numbered per problem in manifest order. An entry with a
+      precision other than fp32 is not laid out (the run is evaluated in fp32). Every other entry
+      (cheats, crashes, timeouts, other precisions) goes to FILE, a manifest with absolute paths,
+      for `kbv selftest`; so do the CUDA entries on the CPU (the self-test shows them skipped), but
+      not the CPU entries on a GPU machine (CI runs them; `KBV_DEVICE=cpu scripts/main.sh` here).
   summary --manifest M --run DIR
       Reads DIR/kbv.sqlite and prints a short table: verdict counts per level, then every sample
       whose verdict is not the manifest's expected one, and the deliberately wrong ones' first
@@ -29,7 +31,7 @@ def repo_root(manifest):
 
 def in_run(entry, device):
     return (entry.get("device", "cpu") == device and entry.get("cheat") is None
-            and entry.get("expected") in ("correct", "wrong_output"))
+            and entry.get("precision", "fp32") == "fp32" and entry.get("expected") in ("correct", "wrong_output"))
 
 
 def level_and_id(problem_path):
@@ -44,8 +46,11 @@ def layout(args):
     os.makedirs(args.run, exist_ok=True)
     samples = Counter()
     rest = []
-    placed = 0
+    placed = left = 0
     for e in entries:
+        if args.device == "cuda" and e.get("device", "cpu") == "cpu":
+            left += 1
+            continue
         if not in_run(e, args.device):
             e = dict(e, problem=os.path.join(root, e["problem"]), solution=os.path.join(root, e["solution"]))
             rest.append(e)
@@ -59,7 +64,9 @@ def layout(args):
     with open(args.rest, "w") as f:
         json.dump(rest, f, indent=2)
     print(f"main: {placed} {args.device} example(s) laid out as a run in {args.run}; "
-          f"{len(rest)} other entries for the self-test", file=sys.stderr)
+          f"{len(rest)} other entries for the self-test"
+          + (f"; the {left} CPU entries are left to CI (KBV_DEVICE=cpu scripts/main.sh runs them)" if left else ""),
+          file=sys.stderr)
 
 
 def summary(args):

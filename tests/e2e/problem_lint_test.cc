@@ -164,28 +164,48 @@ TEST(LintProblems, BrokenProblemIsAFindingNotACrash) {
   EXPECT_NE(o.output.find("cannot build this"), std::string::npos) << o.output;
 }
 
-// scripts/main.sh lays the honest and deliberately wrong examples out as a run folder and gives
-// every other manifest entry to the self-test.
-TEST(MainJob, LayoutSplitsTheManifest) {
-  fs::path dir = temp_dir("main_layout");
+// scripts/main.sh lays the honest and deliberately wrong fp32 examples of the device out as a run
+// folder and gives the other entries to the self-test: on the CPU every other entry (CUDA ones show
+// as skipped), on a GPU machine only the CUDA ones (the CPU entries are CI's).
+json layout_main(const fs::path& dir, const std::string& device) {
   kbv::RunResult r = kbv::run_command(
       {"python3", (kSource / "scripts/main_run.py").string(), "layout", "--manifest",
-       (kSource / "examples/manifest.json").string(), "--device", "cpu", "--run", (dir / "run").string(), "--rest",
+       (kSource / "examples/manifest.json").string(), "--device", device, "--run", (dir / "run").string(), "--rest",
        (dir / "rest.json").string()},
       {}, std::chrono::seconds(60));
-  ASSERT_TRUE(r.status.exited && r.status.code == 0) << r.output << r.error;
+  EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.output << r.error;
+  return json::parse(kbv::read_file(dir / "rest.json").text);
+}
+
+TEST(MainJob, LayoutSplitsTheManifest) {
   json manifest = json::parse(kbv::read_file(kSource / "examples/manifest.json").text);
-  size_t in_run = 0;
-  for (const auto& e : manifest)
-    if (e.value("device", "") == "cpu" && e["cheat"].is_null() &&
-        (e["expected"] == "correct" || e["expected"] == "wrong_output"))
-      ++in_run;
-  kbv::RunDiscovery run = kbv::discover_run(dir / "run");
-  ASSERT_TRUE(run.error.empty()) << run.error;
-  EXPECT_EQ(run.samples.size(), in_run);
-  json rest = json::parse(kbv::read_file(dir / "rest.json").text);
-  EXPECT_EQ(rest.size() + in_run, manifest.size());
-  for (const auto& e : rest) EXPECT_TRUE(fs::path(e["solution"].get<std::string>()).is_absolute());
+  for (std::string device : {"cpu", "cuda"}) {
+    SCOPED_TRACE(device);
+    fs::path dir = temp_dir("main_layout_" + device);
+    json rest = layout_main(dir, device);
+    size_t in_run = 0, of_device = 0;
+    for (const auto& e : manifest) {
+      if (e.value("device", "") != device) continue;
+      ++of_device;
+      if (e["cheat"].is_null() && e.value("precision", "fp32") == "fp32" &&
+          (e["expected"] == "correct" || e["expected"] == "wrong_output"))
+        ++in_run;
+    }
+    ASSERT_GT(in_run, 10u);
+    kbv::RunDiscovery run = kbv::discover_run(dir / "run");
+    ASSERT_TRUE(run.error.empty()) << run.error;
+    EXPECT_EQ(run.samples.size(), in_run);
+    EXPECT_EQ(rest.size() + in_run, device == "cpu" ? manifest.size() : of_device);
+    size_t other_precision = 0;
+    for (const auto& e : rest) {
+      EXPECT_TRUE(fs::path(e["solution"].get<std::string>()).is_absolute());
+      if (device == "cuda") {
+        EXPECT_EQ(e["device"], "cuda") << e.dump();
+      }
+      if (e.value("device", "") == device && e.contains("precision")) ++other_precision;
+    }
+    EXPECT_GT(other_precision, 0u) << "the bf16 entries go to the self-test, which applies their precision";
+  }
 }
 
 }  // namespace
