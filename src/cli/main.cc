@@ -256,13 +256,13 @@ int list_problems(const std::string& dir, std::optional<int> level, const Common
 
 // `kbv lint`: one finding per line (file:line: severity rule (Tn): message), or the JSON report.
 // Exit code 0: clean or warnings only, 1: rejected, 2: the file cannot be read.
-int lint_one(const std::string& path, const std::string& policy, bool as_json) {
+int lint_one(const std::string& path, const std::string& policy, const std::string& precision, bool as_json) {
   kbv::SolutionSource s = kbv::load_solution(path);
   if (!s.ok) {
     std::fprintf(stderr, "kbv lint: %s\n", s.error.c_str());
     return 2;
   }
-  kbv::LintReport r = kbv::lint_candidate(s, path, *kbv::parse_policy(policy));
+  kbv::LintReport r = kbv::lint_candidate(s, path, *kbv::parse_policy(policy), precision);
   if (as_json) {
     std::cout << r.to_json().dump(2) << "\n";
   } else {
@@ -380,12 +380,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   auto* lint = app.add_subcommand(
       "lint", "static analysis of a solution's Python and of the C++/CUDA it compiles, against the known cheats");
-  std::string lint_file, lint_policy = "strict";
+  std::string lint_file, lint_policy = "strict", lint_precision = "fp32";
   bool lint_json = false, lint_list = false;
   lint->add_option("solution", lint_file, "a solution file (.py, or a model's raw answer .md/.txt)");
   lint->add_flag("--json", lint_json, "print the report as JSON (file, policy, rejected, units, findings)");
   lint->add_option("--policy", lint_policy, "strict (reject findings reject) or lenient (all are warnings)")
       ->check(CLI::IsMember({"strict", "lenient"}))
+      ->capture_default_str();
+  lint->add_option("--precision", lint_precision,
+                   "fp32, bf16 or fp16: the evaluated precision (its own type is no precision downgrade)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
   lint->add_flag("--rules", lint_list, "list the rules: id, cheat class, severity, what they look for");
   CommonFlags lp_flags;
@@ -492,7 +496,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kbv lint: give a solution file (or --rules)\n");
       return 2;
     }
-    return lint_one(lint_file, lint_policy, lint_json);
+    return lint_one(lint_file, lint_policy, lint_precision, lint_json);
   }
   if (*selftest) {
     kbv::SelftestOptions so;

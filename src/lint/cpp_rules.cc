@@ -86,8 +86,9 @@ struct Fn {
 
 class CppAnalysis {
  public:
-  CppAnalysis(const RecoveredSources& s, std::string_view solution, std::vector<Finding>& out)
-      : s_(s), solution_(solution), out_(out) {}
+  CppAnalysis(const RecoveredSources& s, std::string_view solution, const std::string& precision,
+              std::vector<Finding>& out)
+      : s_(s), solution_(solution), precision_(precision), out_(out) {}
 
   void run() {
     for (const CppUnit& u : s_.units) {
@@ -112,6 +113,7 @@ class CppAnalysis {
  private:
   const RecoveredSources& s_;
   std::string_view solution_;
+  const std::string& precision_;
   std::vector<Finding>& out_;
   std::vector<Unit> units_;
   std::map<std::string, const CppMacro*> macros_;
@@ -616,7 +618,7 @@ class CppAnalysis {
         for (const char* s : {".tf32", ".f16", ".bf16", ".e4m3", ".e5m2"})
           if (x.text.find(s) != std::string::npos && x.text.find("mma") != std::string::npos) what = std::string("mma ") + s;
       }
-      if (what.empty()) return;
+      if (what.empty() || !below_precision(what, precision_)) return;
       if (unit < 0) unit = u, line = x.line;
       seen.insert(what);
     });
@@ -624,7 +626,8 @@ class CppAnalysis {
       std::string list;
       for (const auto& s : seen) list += (list.empty() ? "" : ", ") + s;
       report("precision_downgrade", "warn", "T12", unit, line,
-             fmt::format("computes in reduced precision ({}): fp32 problems are checked at fp32 tolerance", list));
+             fmt::format("computes in reduced precision ({}): {} problems are checked at {} tolerance", list,
+                         precision_, precision_));
     }
     for (const auto& [flag, py_line] : s_.flags) {
       if (flag.find("fast_math") != std::string::npos || flag.find("fast-math") != std::string::npos ||
@@ -646,8 +649,9 @@ class CppAnalysis {
 
 }  // namespace
 
-void cpp_rules(const RecoveredSources& sources, std::string_view solution, std::vector<Finding>& out) {
-  CppAnalysis(sources, solution, out).run();
+void cpp_rules(const RecoveredSources& sources, std::string_view solution, const std::string& precision,
+               std::vector<Finding>& out) {
+  CppAnalysis(sources, solution, precision, out).run();
 }
 
 }  // namespace kbv

@@ -1,6 +1,7 @@
 #include "lint/lint.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <tuple>
 
@@ -41,6 +42,18 @@ const RuleInfo* find_rule(std::string_view id) {
   for (const auto& r : lint_rules())
     if (id == r.id) return &r;
   return nullptr;
+}
+
+bool below_precision(const std::string& what, const std::string& precision) {
+  if (precision != "bf16" && precision != "fp16") return true;
+  std::string w = what;
+  std::transform(w.begin(), w.end(), w.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto has = [&](std::initializer_list<const char*> parts) {
+    return std::any_of(parts.begin(), parts.end(), [&](const char* p) { return w.find(p) != std::string::npos; });
+  };
+  // 16-bit types of either kind (a kernel dispatching on kHalf and kBFloat16 runs the evaluated
+  // one), TF32, tensor-core math and autocast are not below a 16-bit evaluation; fp8 is.
+  return has({"fp8", "float8", "e4m3", "e5m2"});
 }
 
 void apply_policy(std::vector<Finding>& findings, Policy policy) {
@@ -103,8 +116,8 @@ LintReport lint_solution(std::string_view code, const LintOptions& o) {
     report.units.push_back(fmt::format("{} at {}:{} ({} lines)", u.origin, u.file, u.line + u.line_offset, lines));
   }
   for (auto& f : sources.findings) found.push_back(std::move(f));
-  python_rules(facts, o.file, o.line_offset, found);
-  cpp_rules(sources, code, found);
+  python_rules(facts, o.file, o.line_offset, o.precision, found);
+  cpp_rules(sources, code, o.precision, found);
 
   // One finding per (rule, place): the Python and the C++ rules can see the same line.
   std::set<std::tuple<std::string, std::string, int>> seen;

@@ -18,6 +18,7 @@ struct LintOptions {
   std::string file;                 // the solution as named in evidence
   std::filesystem::path base_dir;   // where load(sources=[...]) paths start (the solution's folder)
   int line_offset = 0;              // the code is a block starting at line 1 + offset of `file`
+  std::string precision = "fp32";   // the evaluated precision: reduced types at or above it are no downgrade
 };
 
 struct LintReport {
@@ -45,6 +46,12 @@ const std::vector<RuleInfo>& lint_rules();
 const RuleInfo* find_rule(std::string_view id);
 
 LintReport lint_solution(std::string_view code, const LintOptions& options);
+
+// Whether reduced-precision evidence ("__nv_bfloat16", "torch.float16", "mma .tf32", "wmma")
+// computes below `precision` (fp32, bf16, fp16). In fp32 all of it does. In bf16 or fp16 only fp8
+// does: a kernel that dispatches on both 16-bit types runs the evaluated one, and TF32,
+// tensor-core math and autocast are not below 16 bits. (Fast-math flags warn in every precision.)
+bool below_precision(const std::string& what, const std::string& precision);
 
 // Lenient policy: every finding becomes a warning (upstream-like: nothing is rejected statically).
 void apply_policy(std::vector<Finding>& findings, Policy policy);

@@ -52,8 +52,9 @@ const std::set<std::string> kLayerNotCompute = {"Parameter", "ParameterList", "P
 
 class PyRules {
  public:
-  PyRules(const PyFacts& f, const std::string& file, int offset, std::vector<Finding>& out)
-      : f_(f), t_(f.t()), file_(file), offset_(offset), out_(out) {}
+  PyRules(const PyFacts& f, const std::string& file, int offset, const std::string& precision,
+          std::vector<Finding>& out)
+      : f_(f), t_(f.t()), file_(file), offset_(offset), precision_(precision), out_(out) {}
 
   void run() {
     model_new_ = f_.class_index("ModelNew");
@@ -81,6 +82,7 @@ class PyRules {
   const std::vector<PyToken>& t_;
   const std::string& file_;
   int offset_;
+  const std::string& precision_;
   std::vector<Finding>& out_;
   int model_new_ = -1, forward_ = -1;
   std::set<int> reach_;                           // functions reachable from ModelNew.forward
@@ -846,6 +848,7 @@ class PyRules {
     int first = 0;
     std::set<std::string> seen;
     auto note = [&](const std::string& what, int line) {
+      if (!below_precision(what, precision_)) return;
       if (!first) first = line;
       seen.insert(what);
     };
@@ -879,14 +882,16 @@ class PyRules {
     std::string list;
     for (const auto& s : seen) list += (list.empty() ? "" : ", ") + s;
     report("precision_downgrade", "warn", "T12", first,
-           fmt::format("computes in reduced precision ({}): fp32 problems are checked at fp32 tolerance", list));
+           fmt::format("computes in reduced precision ({}): {} problems are checked at {} tolerance", list,
+                       precision_, precision_));
   }
 };
 
 }  // namespace
 
-void python_rules(const PyFacts& facts, const std::string& file, int line_offset, std::vector<Finding>& out) {
-  PyRules(facts, file, line_offset, out).run();
+void python_rules(const PyFacts& facts, const std::string& file, int line_offset, const std::string& precision,
+                  std::vector<Finding>& out) {
+  PyRules(facts, file, line_offset, precision, out).run();
 }
 
 }  // namespace kbv

@@ -12,8 +12,11 @@
 
 namespace kbv {
 
-// `file` names the solution in evidence; `line_offset` is added to its lines.
-void python_rules(const PyFacts& facts, const std::string& file, int line_offset, std::vector<Finding>& out);
-void cpp_rules(const RecoveredSources& sources, std::string_view solution, std::vector<Finding>& out);
+// `file` names the solution in evidence; `line_offset` is added to its lines; `precision` is the
+// evaluated one (precision_downgrade reports only what computes below it).
+void python_rules(const PyFacts& facts, const std::string& file, int line_offset, const std::string& precision,
+                  std::vector<Finding>& out);
+void cpp_rules(const RecoveredSources& sources, std::string_view solution, const std::string& precision,
+               std::vector<Finding>& out);
 
 }  // namespace kbv

@@ -285,9 +285,11 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
   return b;
 }
 
-LintReport lint_candidate(const SolutionSource& solution, const fs::path& solution_path, Policy policy) {
+LintReport lint_candidate(const SolutionSource& solution, const fs::path& solution_path, Policy policy,
+                          const std::string& precision) {
   LintOptions o;
   o.policy = policy;
+  o.precision = precision;
   o.file = solution_path.string();
   o.base_dir = solution_path.parent_path();
   o.line_offset = solution.first_line - 1;
@@ -310,7 +312,7 @@ BuildQueue::BuildQueue(std::vector<Item> items, const Environment& env, int jobs
         } else if (!item.solution.ok) {
           br.kind = "compile_error";
           br.message = item.solution.error;
-        } else if (lint_candidate(item.solution, item.path, item.options.protocol.policy).rejected()) {
+        } else if (lint_candidate(item.solution, item.path, item.options.protocol.policy, item.options.protocol.precision).rejected()) {
           br.kind = "rejected";  // evaluate_pair rejects it before using the build: never compiled
           br.message = "rejected by the static analysis";
         } else {
@@ -342,7 +344,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   record["source_origin"] = solution.origin;
 
   // 0. Static analysis: under the strict policy a rejecting finding ends it before any build.
-  LintReport lint = lint_candidate(solution, pair.solution_path, options.protocol.policy);
+  LintReport lint = lint_candidate(solution, pair.solution_path, options.protocol.policy, options.protocol.precision);
   record["findings"] = lint.findings_json();
   if (lint.rejected()) {
     set_verdict(record, "rejected", lint.rejection_message());

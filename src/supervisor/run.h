@@ -117,7 +117,8 @@ class BuildQueue {
 
 // Static analysis of a candidate (src/lint) as `kbv eval` runs it: evidence names the solution
 // file, lines of a Markdown answer's block are the answer file's lines.
-LintReport lint_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path, Policy policy);
+LintReport lint_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path, Policy policy,
+                          const std::string& precision);
 
 // One pair: lint, build, load, trials x distributions, verdict. Never throws; every failure is a record.
 nlohmann::json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,

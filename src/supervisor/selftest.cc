@@ -167,7 +167,7 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
       // What the static analysis alone decides: the entries naming a `lint` rule, and only they, rejected.
       fs::path solution = root / e.value("solution", "");
       SolutionSource s = load_solution(solution);
-      LintReport r = s.ok ? lint_candidate(s, solution, o.protocol.policy) : LintReport{};
+      LintReport r = s.ok ? lint_candidate(s, solution, o.protocol.policy, o.protocol.precision) : LintReport{};
       got = r.rejected() ? "rejected" : "passes_lint";
       bool by_rule = false;
       for (const auto& x : r.findings) by_rule = by_rule || (x.rule == lint_rule && x.severity == "reject");

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 const fs::path kSource = KBV_SOURCE_DIR;
 
 struct Entry {
-  std::string solution, device, expected, cheat, lint, policy, name;
+  std::string solution, device, expected, cheat, lint, policy, precision, name;
 };
 
 void PrintTo(const Entry& e, std::ostream* os) { *os << e.solution << " (" << e.policy << ")"; }
@@ -31,10 +31,10 @@ std::vector<Entry> entries() {
   for (const auto& e : m) {
     Entry x{e.value("solution", ""), e.value("device", "cpu"), e.value("expected", ""),
             e["cheat"].is_string() ? e["cheat"].get<std::string>() : "", e.value("lint", ""),
-            e.value("policy", "strict"), ""};
+            e.value("policy", "strict"), e.value("precision", "fp32"), ""};
     x.name = x.device + "_" + fs::path(x.solution).parent_path().filename().string() + "_" +
              fs::path(x.solution).stem().string() + (x.policy == "strict" ? "" : "_" + x.policy) +
-             (e.value("precision", "fp32") == "fp32" ? "" : "_" + e.value("precision", ""));
+             (x.precision == "fp32" ? "" : "_" + x.precision);
     for (char& c : x.name)
       if (!isalnum(static_cast<unsigned char>(c))) c = '_';
     out.push_back(x);
@@ -54,7 +54,7 @@ TEST_P(CorpusLint, StaticVerdictAsExpected) {
   const Entry& e = GetParam();
   SolutionSource s = load_solution(kSource / e.solution);
   ASSERT_TRUE(s.ok) << s.error;
-  LintReport strict = lint_candidate(s, kSource / e.solution, Policy::strict);
+  LintReport strict = lint_candidate(s, kSource / e.solution, Policy::strict, e.precision);
   if (!e.lint.empty()) {
     bool found = false;
     for (const auto& f : strict.findings)
@@ -70,7 +70,12 @@ TEST_P(CorpusLint, StaticVerdictAsExpected) {
   if (e.cheat.empty() && e.expected == "correct") {
     EXPECT_FALSE(strict.rejected()) << "an honest solution is rejected:\n" << dump(strict);
   }
-  LintReport lenient = lint_candidate(s, kSource / e.solution, Policy::lenient);
+  if (e.cheat.empty() && e.precision != "fp32") {
+    for (const auto& f : strict.findings)
+      EXPECT_NE(f.rule, "precision_downgrade") << "computing in the evaluated " << e.precision
+                                               << " is no downgrade: " << f.message;
+  }
+  LintReport lenient = lint_candidate(s, kSource / e.solution, Policy::lenient, e.precision);
   EXPECT_FALSE(lenient.rejected()) << "the lenient policy never rejects statically";
   for (const auto& f : strict.findings) {
     EXPECT_NE(f.evidence().find(":"), std::string::npos);

@@ -441,6 +441,37 @@ TEST(LintRules, PrecisionDowngradeOnlyWarns) {
   EXPECT_EQ(count(lint(solution(kForward, kLoop, "torch.backends.cuda.matmul.allow_tf32 = True\n")), "precision_downgrade", "warn"), 1);
 }
 
+// In a bf16 or fp16 evaluation, computing in a 16-bit type (or in TF32) is no downgrade; fp8 and
+// fast-math flags still are.
+TEST(LintRules, PrecisionDowngradeIsRelativeToTheEvaluatedPrecision) {
+  auto at = [](const std::string& code, const std::string& precision) {
+    LintOptions o;
+    o.file = "sol.py";
+    o.precision = precision;
+    return lint_solution(code, o);
+  };
+  std::string bf16 = kLoop + "#include <cuda_bf16.h>\n__global__ void h(__nv_bfloat16* p) { p[0] = __float2bfloat16(1.0f); }\n";
+  EXPECT_EQ(count(at(solution(kForward, bf16), "fp32"), "precision_downgrade", "warn"), 1);
+  LintReport same = at(solution(kForward, bf16), "bf16");
+  EXPECT_EQ(count(same, "precision_downgrade", "warn"), 0) << dump(same);
+  EXPECT_EQ(count(at(solution("    def forward(self, x):\n        return ext.f(x.half())\n"), "fp16"),
+                  "precision_downgrade", "warn"), 0);
+  LintReport fp8 = at(solution("    def forward(self, x):\n        return ext.f(x.to(torch.float8_e4m3fn))\n"), "bf16");
+  ASSERT_EQ(count(fp8, "precision_downgrade", "warn"), 1) << dump(fp8);
+  EXPECT_NE(fp8.findings[0].message.find("bf16 problems are checked at bf16 tolerance"), std::string::npos)
+      << fp8.findings[0].message;
+  EXPECT_EQ(count(at(solution(kForward, kLoop, "torch.backends.cuda.matmul.allow_tf32 = True\n"), "bf16"),
+                  "precision_downgrade", "warn"), 0);
+  std::string flags = solution(kForward);
+  flags.replace(flags.find("functions=[\"f\"]"), 15, "functions=[\"f\"], extra_cuda_cflags=[\"--use_fast_math\"]");
+  EXPECT_EQ(count(at(flags, "bf16"), "precision_downgrade", "warn"), 1);
+  EXPECT_TRUE(below_precision("wmma", "fp32"));
+  EXPECT_FALSE(below_precision("kHalf", "bf16"));
+  EXPECT_FALSE(below_precision("mma .bf16", "fp16"));
+  EXPECT_TRUE(below_precision("mma .e4m3", "bf16"));
+  EXPECT_TRUE(below_precision("__nv_fp8_e5m2", "fp16"));
+}
+
 TEST(LintSources, RecoveredFromNamesConcatenationsFStringsJoinAndFormat) {
   std::string head = "N = 256\nhdr = '#include <torch/extension.h>\\n'\n";
   std::string code =
