@@ -296,18 +296,19 @@ TEST(TimingGpu, SkipLargeIsCaughtAtDefaultTrials) {
   EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
 }
 
-TEST(TimingGpu, L2FlushMakesASmallInputSlower) {
+TEST(TimingGpu, L2FlushMakesACachedInputSlower) {
   if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: the L2 flush is a GPU matter";
-  // The reference as its own candidate on a 4 MiB ReLU: cache-hot without the flush. It has no
-  // kernel of its own, so only upstream's protocol (no runtime audit) lets it be timed.
+  // 4096 dependent loads over a 16 MiB input that fits in L2: after the flush each is a DRAM
+  // latency, without it (--flush-bytes 1) the input copied in just before the call is still in
+  // L2. A 4 MiB ReLU (the earlier form of this test) took 24-31 us, all of it host launch
+  // latency, and its flushed and hot medians came out in either order.
   fs::path dir = scratch("l2");
-  std::string problem = (kSource / "bench/problems/level1/2_Small_relu.py").string();
-  fs::path sol = dir / "candidate.py";
-  ASSERT_TRUE(kbv::write_file_atomic(sol, kbv::read_file(problem).text + "\n\nclass ModelNew(Model):\n    pass\n").empty());
+  std::string problem = (kSource / "bench/problems/level1/2_Dependent_loads.py").string();
+  std::string sol = (kSource / "tests/data/cuda_dependent_loads.py").string();
   auto timed = [&](std::vector<std::string> extra) {
     fs::path out = dir / "r.json";
-    std::vector<std::string> args = {"eval", "--problem", problem, "--solution", sol.string(), "--device", "cuda",
-                                     "--trials", "1", "--policy", "lenient", "--protocol", "kernelbench", "--json", out.string()};
+    std::vector<std::string> args = {"eval", "--problem", problem, "--solution", sol, "--device", "cuda",
+                                     "--trials", "1", "--json", out.string()};
     args.insert(args.end(), extra.begin(), extra.end());
     Outcome o = kbv_run(args, out);
     EXPECT_EQ(o.record["verdict"], "correct") << o.output;
@@ -315,7 +316,7 @@ TEST(TimingGpu, L2FlushMakesASmallInputSlower) {
   };
   double flushed = timed({});
   double hot = timed({"--flush-bytes", "1"});
-  EXPECT_GT(flushed, hot) << "flushed " << flushed << " ms, cache-hot " << hot << " ms";
+  EXPECT_GT(flushed, 1.2 * hot) << "flushed " << flushed << " ms, cache-hot " << hot << " ms";
 }
 
 TEST(TimingGpu, HonestRecordUsesEventsAndClock) {
