@@ -325,7 +325,7 @@ void LiveInputs::init() {
 void LiveInputs::load(int k) {
   if (sets.empty()) return;
   const auto& src = sets[static_cast<size_t>(k) % sets.size()];
-  for (size_t i = 0; i < live.size() && i < src.size(); ++i) live[i].copy_(src[i]);
+  for (size_t i = 0; i < live.size() && i < src.size(); ++i) copy_bytes(live[i], src[i]);
 }
 
 void SpotSampler::take(int sample, int set, const std::vector<at::Tensor>& outputs) {

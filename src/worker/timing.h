@@ -58,7 +58,7 @@ struct LiveInputs {
   std::vector<std::vector<at::Tensor>> sets;  // per set, the tensor arguments in order
   std::vector<at::Tensor> live;
   void init();        // live = clones of sets[0]
-  void load(int k);   // live[i].copy_(sets[k mod |sets|][i])
+  void load(int k);   // copy_bytes(live[i], sets[k mod |sets|][i]): no dispatcher, as for fresh draws
 };
 
 // Spot checks of timed outputs: after a call returns, positions drawn from a secret RNG (seeded by
