@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 
@@ -26,40 +27,12 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kSource = KBV_SOURCE_DIR;
+using kbv::e2e::gpu_visible;
+using kbv::e2e::kSource;
+using kbv::e2e::Outcome;
+using kbv::e2e::run_kbv;
 
-struct Outcome {
-  int code = -1;
-  std::string output;  // stdout + stderr
-  json record;         // parsed from --json when given
-};
-
-Outcome run_kbv(const std::vector<std::string>& args, const fs::path& json_path = {}, int timeout_s = 1500) {
-  std::vector<std::string> argv = {KBV_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  kbv::RunResult r = kbv::run_command(argv, {{"KBV_CACHE_DIR", KBV_TEST_CACHE}}, std::chrono::seconds(timeout_s));
-  Outcome o;
-  o.code = r.status.exited ? r.status.code : -1;
-  o.output = r.output + r.error;
-  if (!json_path.empty()) {
-    kbv::FileText t = kbv::read_file(json_path);
-    if (t.ok) o.record = json::parse(t.text, nullptr, false);
-  }
-  return o;
-}
-
-bool gpu_visible() {
-  static int cached = -1;
-  if (cached < 0) cached = fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl") ? 1 : 0;
-  return cached == 1;
-}
-
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("kbv-e2e-" + std::to_string(getpid())) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return kbv::e2e::scratch_dir("eval", name); }
 
 struct Entry {
   std::string problem, solution, device, expected, pending, policy, precision;

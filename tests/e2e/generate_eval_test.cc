@@ -1,7 +1,5 @@
 // A run folder as `kbv generate` writes it, evaluated by `kbv eval --run`: a sample whose answer
 // had no code block is a failed sample in the results, never skipped.
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -9,19 +7,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support.h"
 #include "util/fs.h"
-#include "util/subprocess.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-const fs::path kSource = KBV_SOURCE_DIR;
+using kbv::e2e::kSource;
 
 TEST(GeneratedRun, AnswerWithoutCodeIsAFailedSample) {
-  fs::path run = fs::temp_directory_path() / ("kbv-e2e-generated-" + std::to_string(::getpid()));
-  fs::remove_all(run);
+  fs::path run = kbv::e2e::scratch_dir("generated", "run");
   fs::create_directories(run / "prompts");
   // Sample 0: code extracted, its raw answer and sidecar beside it.
   fs::copy_file(kSource / "examples/level1/19_ReLU/cpu_identity.py", run / "level_1_problem_19_sample_0_kernel.py");
@@ -31,11 +28,11 @@ TEST(GeneratedRun, AnswerWithoutCodeIsAFailedSample) {
   std::ofstream(run / "level_1_problem_19_sample_1_response.md") << "Sorry, I cannot write that kernel.\n";
   std::ofstream(run / "level_1_problem_19_sample_1_response.json") << R"({"status": "no_code_block"})";
 
-  kbv::RunResult r = kbv::run_command({KBV_BINARY, "eval", "--problems", (kSource / "problems").string(), "--run",
-                                       run.string(), "--level", "1", "--device", "cpu", "--trials", "1"},
-                                      {{"KBV_CACHE_DIR", KBV_TEST_CACHE}}, std::chrono::seconds(600));
-  std::string output = r.output + r.error;
-  ASSERT_TRUE(r.status.exited && r.status.code == 0) << output;
+  kbv::e2e::Outcome r = kbv::e2e::run_kbv({"eval", "--problems", (kSource / "problems").string(), "--run", run.string(),
+                                           "--level", "1", "--device", "cpu", "--trials", "1"},
+                                          {}, 600);
+  const std::string& output = r.output;
+  ASSERT_EQ(r.code, 0) << output;
   EXPECT_EQ(output.find("same sample"), std::string::npos) << output;
   EXPECT_NE(output.find("2 sample(s) to evaluate"), std::string::npos) << output;
 

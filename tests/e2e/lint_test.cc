@@ -1,7 +1,5 @@
 // End-to-end: `kbv lint` (exit codes, one finding per line, JSON) and the static analysis inside
 // `kbv eval` (strict rejects before any build, lenient only records).
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -9,68 +7,53 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support.h"
 #include "util/fs.h"
-#include "util/subprocess.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-const fs::path kSource = KBV_SOURCE_DIR;
+using kbv::e2e::kSource;
+using kbv::e2e::Outcome;
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout and stderr
-  std::string err;  // why the command could not start, if it could not
-};
+Outcome kbv_cmd(const std::vector<std::string>& args) { return kbv::e2e::run_kbv(args); }
 
-Outcome kbv_cmd(const std::vector<std::string>& args, int timeout_s = 1500) {
-  std::vector<std::string> argv = {KBV_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  kbv::RunResult r = kbv::run_command(argv, {{"KBV_CACHE_DIR", KBV_TEST_CACHE}}, std::chrono::seconds(timeout_s));
-  return {r.status.exited ? r.status.code : -1, r.output, r.error};
-}
-
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("kbv-e2e-lint-" + std::to_string(getpid())) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return kbv::e2e::scratch_dir("lint", name); }
 
 std::string example(const std::string& rel) { return (kSource / "examples" / rel).string(); }
 
 TEST(Lint, CleanFileExitsZero) {
   Outcome o = kbv_cmd({"lint", example("level1/19_ReLU/cpu_honest.py")});
-  EXPECT_EQ(o.code, 0) << o.out << o.err;
-  EXPECT_NE(o.out.find("cpu_honest.py: clean"), std::string::npos) << o.out;
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("cpu_honest.py: clean"), std::string::npos) << o.output;
 }
 
 TEST(Lint, RejectedFileExitsOneWithOneFindingPerLine) {
   std::string file = example("level1/19_ReLU/cpu_patch_timers.py");
   Outcome o = kbv_cmd({"lint", file});
-  EXPECT_EQ(o.code, 1) << o.out << o.err;
+  EXPECT_EQ(o.code, 1) << o.output;
   int findings = 0;
   size_t pos = 0;
-  while ((pos = o.out.find(file + ":", pos)) != std::string::npos) {
-    size_t end = o.out.find('\n', pos);
-    std::string line = o.out.substr(pos, end - pos);
+  while ((pos = o.output.find(file + ":", pos)) != std::string::npos) {
+    size_t end = o.output.find('\n', pos);
+    std::string line = o.output.substr(pos, end - pos);
     if (line.find(": reject ") != std::string::npos) {
       ++findings;
       EXPECT_NE(line.find("patch_timer (T4): "), std::string::npos) << line;
     }
     pos = end;
   }
-  EXPECT_EQ(findings, 5) << o.out;  // perf_counter, monotonic, time, perf_counter_ns, Event.elapsed_time
-  EXPECT_NE(o.out.find(file + ":49: reject patch_timer (T4): replaces time.perf_counter"), std::string::npos) << o.out;
+  EXPECT_EQ(findings, 5) << o.output;  // perf_counter, monotonic, time, perf_counter_ns, Event.elapsed_time
+  EXPECT_NE(o.output.find(file + ":49: reject patch_timer (T4): replaces time.perf_counter"), std::string::npos) << o.output;
 }
 
 TEST(Lint, JsonAndLenientPolicy) {
   Outcome o = kbv_cmd({"lint", example("level1/19_ReLU/cpu_torch_relu.py"), "--json", "--policy", "lenient"});
-  EXPECT_EQ(o.code, 0) << "lenient never rejects: " << o.err;
-  json j = json::parse(o.out, nullptr, false);
-  ASSERT_TRUE(j.is_object()) << o.out;
+  EXPECT_EQ(o.code, 0) << "lenient never rejects: " << o.output;
+  json j = json::parse(o.output, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << o.output;
   EXPECT_EQ(j["policy"], "lenient");
   EXPECT_EQ(j["rejected"], false);
   ASSERT_EQ(j["findings"].size(), 1u) << j.dump(2);
@@ -86,12 +69,12 @@ TEST(Lint, JsonAndLenientPolicy) {
 TEST(Lint, UnreadableFileExitsTwo) {
   Outcome o = kbv_cmd({"lint", "/nonexistent/solution.py"});
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.out.find("kbv lint: cannot read /nonexistent/solution.py"), std::string::npos) << o.out;
+  EXPECT_NE(o.output.find("kbv lint: cannot read /nonexistent/solution.py"), std::string::npos) << o.output;
   Outcome none = kbv_cmd({"lint"});
   EXPECT_EQ(none.code, 2);
   Outcome rules = kbv_cmd({"lint", "--rules"});
   EXPECT_EQ(rules.code, 0);
-  EXPECT_NE(rules.out.find("aten_compute"), std::string::npos);
+  EXPECT_NE(rules.output.find("aten_compute"), std::string::npos);
 }
 
 TEST(Lint, MarkdownAnswerLinesAreTheAnswerFilesLines) {
@@ -100,9 +83,9 @@ TEST(Lint, MarkdownAnswerLinesAreTheAnswerFilesLines) {
   ASSERT_TRUE(py.ok);
   std::ofstream(dir / "answer.md") << "I wrote a kernel.\n\nHere it is:\n\n```python\n" << py.text << "```\n";
   Outcome o = kbv_cmd({"lint", (dir / "answer.md").string()});
-  EXPECT_EQ(o.code, 1) << o.out << o.err;
+  EXPECT_EQ(o.code, 1) << o.output;
   // at::relu is on line 16 of the .py file; the block starts on line 6 of the answer.
-  EXPECT_NE(o.out.find("answer.md:21: reject aten_compute (T11)"), std::string::npos) << o.out;
+  EXPECT_NE(o.output.find("answer.md:21: reject aten_compute (T11)"), std::string::npos) << o.output;
 }
 
 TEST(Eval, StrictPolicyRejectsBeforeBuilding) {
@@ -110,9 +93,9 @@ TEST(Eval, StrictPolicyRejectsBeforeBuilding) {
   Outcome o = kbv_cmd({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
                        example("level1/19_ReLU/cpu_try_fallback.py"), "--device", "cpu", "--json",
                        (dir / "r.json").string()});
-  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(o.code, 0) << o.output;
   json r = json::parse(kbv::read_file(dir / "r.json").text, nullptr, false);
-  ASSERT_TRUE(r.is_object()) << o.err;
+  ASSERT_TRUE(r.is_object()) << o.output;
   EXPECT_EQ(r["verdict"], "rejected");
   EXPECT_EQ(r["correctness"], false);
   EXPECT_EQ(r["compiled"], false);
@@ -130,9 +113,9 @@ TEST(Eval, LenientPolicyRunsTheCandidateAndKeepsTheWarnings) {
   Outcome o = kbv_cmd({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
                        example("level1/19_ReLU/cpu_try_fallback.py"), "--device", "cpu", "--trials", "1",
                        "--policy", "lenient", "--json", (dir / "r.json").string()});
-  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(o.code, 0) << o.output;
   json r = json::parse(kbv::read_file(dir / "r.json").text, nullptr, false);
-  ASSERT_TRUE(r.is_object()) << o.err;
+  ASSERT_TRUE(r.is_object()) << o.output;
   // The fallback computes with torch.relu, so the values are right and the static finding only
   // warns; the runtime audit, which no policy turns off, then sees no compute of its own.
   EXPECT_EQ(r["verdict"], "rejected") << r["message"];

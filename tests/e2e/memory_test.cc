@@ -1,7 +1,5 @@
 // End-to-end: the measure phase (docs/MEMORY.md). The CPU RSS path runs everywhere; the GPU
 // figures (each within 1% of the truth) and the kernel attribution need a GPU and skip without.
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -9,33 +7,29 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "util/fs.h"
-#include "util/subprocess.h"
+#include "support.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-const fs::path kSource = KBV_SOURCE_DIR;
+using kbv::e2e::gpu_visible;
+using kbv::e2e::kSource;
 constexpr double MiB = 1024.0 * 1024.0;
-
-bool gpu_visible() { return fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl"); }
 
 // `kbv eval` of one pair; the record, or a null json with the output in `log`.
 json eval_record(const std::string& problem, const std::string& solution, const std::string& device,
                  const std::string& policy, std::string& log) {
-  fs::path dir = fs::temp_directory_path() / ("kbv-e2e-memory-" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  static const fs::path dir = kbv::e2e::scratch_dir("memory", "records");
   fs::path out = dir / (fs::path(solution).stem().string() + "-" + device + ".json");
   fs::remove(out);
-  std::vector<std::string> argv = {KBV_BINARY, "eval", "--problem", (kSource / problem).string(), "--solution",
-                                   (kSource / solution).string(), "--device", device, "--trials", "1",
-                                   "--policy", policy, "--json", out.string()};
-  kbv::RunResult r = kbv::run_command(argv, {{"KBV_CACHE_DIR", KBV_TEST_CACHE}}, std::chrono::seconds(1500));
-  log = r.output + r.error;
-  kbv::FileText t = kbv::read_file(out);
-  return t.ok ? json::parse(t.text, nullptr, false) : json();
+  kbv::e2e::Outcome o = kbv::e2e::run_kbv({"eval", "--problem", (kSource / problem).string(), "--solution",
+                                           (kSource / solution).string(), "--device", device, "--trials", "1",
+                                           "--policy", policy, "--json", out.string()},
+                                          out);
+  log = o.output;
+  return o.record.is_object() ? o.record : json();
 }
 
 bool has_finding(const json& record, const std::string& rule) {

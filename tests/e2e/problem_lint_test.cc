@@ -1,7 +1,5 @@
 // End-to-end: `kbv lint-problems` on the built-in suite (clean) and on the KernelBench-style
 // checkout in tests/data (known-degenerate problems), and the main job's run-folder layout.
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support.h"
 #include "problem/problem.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
@@ -20,33 +19,17 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kSource = KBV_SOURCE_DIR;
-
-struct Outcome {
-  int code = -1;
-  std::string output;
-  json report;
-};
+using kbv::e2e::kSource;
+using kbv::e2e::Outcome;  // its `record` is the lint report
 
 Outcome lint(const std::vector<std::string>& args, const fs::path& json_path) {
-  std::vector<std::string> argv = {KBV_BINARY, "lint-problems"};
+  std::vector<std::string> argv = {"lint-problems"};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"--device", "cpu", "--json", json_path.string()});
-  kbv::RunResult r = kbv::run_command(argv, {{"KBV_CACHE_DIR", KBV_TEST_CACHE}}, std::chrono::seconds(1500));
-  Outcome o;
-  o.code = r.status.exited ? r.status.code : -1;
-  o.output = r.output + r.error;
-  kbv::FileText t = kbv::read_file(json_path);
-  if (t.ok) o.report = json::parse(t.text, nullptr, false);
-  return o;
+  return kbv::e2e::run_kbv(argv, json_path);
 }
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("kbv-e2e-lint-" + std::to_string(getpid())) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return kbv::e2e::scratch_dir("lint-problems", name); }
 
 // rule -> distributions, for one problem of a report (findings and notes alike).
 std::map<std::string, std::set<std::string>> rules_of(const json& report, const std::string& name) {
@@ -83,12 +66,12 @@ TEST(LintProblems, BuiltInSuiteIsCleanAndEveryProblemHasCpuSizes) {
 
   fs::path out = temp_dir("suite") / "lint.json";
   Outcome o = lint({(kSource / "problems").string(), "--jobs", "2"}, out);
-  ASSERT_TRUE(o.report.is_object()) << o.output;
+  ASSERT_TRUE(o.record.is_object()) << o.output;
   EXPECT_EQ(o.code, 0) << o.output;
-  EXPECT_EQ(o.report["summary"]["problems"], d.problems.size());
-  EXPECT_EQ(o.report["summary"]["with_findings"], 0) << o.output;
+  EXPECT_EQ(o.record["summary"]["problems"], d.problems.size());
+  EXPECT_EQ(o.record["summary"]["with_findings"], 0) << o.output;
   // The one problem that keeps findings, with its stated reason.
-  const json* ce = problem_of(o.report, "95_CrossEntropyLoss.py");
+  const json* ce = problem_of(o.record, "95_CrossEntropyLoss.py");
   ASSERT_NE(ce, nullptr);
   bool allowed = false;
   for (const auto& f : (*ce)["findings"])
@@ -96,32 +79,32 @@ TEST(LintProblems, BuiltInSuiteIsCleanAndEveryProblemHasCpuSizes) {
   EXPECT_TRUE(allowed) << (*ce)["findings"].dump(2);
   EXPECT_NE(o.output.find("reason: "), std::string::npos) << "allowed findings are shown with their reason";
   // ReLU's D4 output is all zeros: a note, not a finding.
-  EXPECT_EQ(rules_of(o.report, "19_ReLU.py")["uniform_output"], std::set<std::string>{"D4"});
-  EXPECT_TRUE(rules_of(o.report, "137_Hinge_loss_integer_targets.py").count("integer_input"));
+  EXPECT_EQ(rules_of(o.record, "19_ReLU.py")["uniform_output"], std::set<std::string>{"D4"});
+  EXPECT_TRUE(rules_of(o.record, "137_Hinge_loss_integer_targets.py").count("integer_input"));
 }
 
 TEST(LintProblems, FindsTheKnownDegenerateProblems) {
   fs::path out = temp_dir("kernelbench_style") / "lint.json";
   Outcome o = lint({(kSource / "tests/data/kernelbench_style").string(), "--jobs", "2"}, out);
-  ASSERT_TRUE(o.report.is_object()) << o.output;
+  ASSERT_TRUE(o.record.is_object()) << o.output;
   EXPECT_EQ(o.code, 1) << "problems with findings: exit status 1\n" << o.output;
   const std::set<std::string> all = {"D1", "D2", "D3", "D4"};
 
-  EXPECT_TRUE(problem_of(o.report, "1_Matmul.py")->at("clean").get<bool>()) << o.output;
-  EXPECT_TRUE(problem_of(o.report, "6_ReLU.py")->at("clean").get<bool>()) << o.output;
-  EXPECT_EQ(rules_of(o.report, "2_Cumprod.py")["nonfinite"], std::set<std::string>{"D2"});
-  EXPECT_EQ(rules_of(o.report, "3_KLDivLoss.py")["nonfinite"], std::set<std::string>{"D4"});
-  EXPECT_TRUE(rules_of(o.report, "4_HingeLoss.py").count("integer_valued_float"));
-  EXPECT_TRUE(rules_of(o.report, "5_Max_reduction.py")["constant"].count("D1"));
-  EXPECT_TRUE(rules_of(o.report, "7_Scale_uninitialized_tail.py").count("nondeterministic")) << o.output;
-  EXPECT_EQ(rules_of(o.report, "8_Gemm_Max_Subtract_GELU.py")["zeros"], all);
-  auto dropout = rules_of(o.report, "9_Matmul_Dropout_Mean_Softmax.py");
+  EXPECT_TRUE(problem_of(o.record, "1_Matmul.py")->at("clean").get<bool>()) << o.output;
+  EXPECT_TRUE(problem_of(o.record, "6_ReLU.py")->at("clean").get<bool>()) << o.output;
+  EXPECT_EQ(rules_of(o.record, "2_Cumprod.py")["nonfinite"], std::set<std::string>{"D2"});
+  EXPECT_EQ(rules_of(o.record, "3_KLDivLoss.py")["nonfinite"], std::set<std::string>{"D4"});
+  EXPECT_TRUE(rules_of(o.record, "4_HingeLoss.py").count("integer_valued_float"));
+  EXPECT_TRUE(rules_of(o.record, "5_Max_reduction.py")["constant"].count("D1"));
+  EXPECT_TRUE(rules_of(o.record, "7_Scale_uninitialized_tail.py").count("nondeterministic")) << o.output;
+  EXPECT_EQ(rules_of(o.record, "8_Gemm_Max_Subtract_GELU.py")["zeros"], all);
+  auto dropout = rules_of(o.record, "9_Matmul_Dropout_Mean_Softmax.py");
   EXPECT_TRUE(dropout.count("dropout"));
   EXPECT_EQ(dropout["insensitive"], all);
-  EXPECT_EQ(rules_of(o.report, "10_Conv3d_GroupNorm_Mean.py")["ill_conditioned"], all);
-  EXPECT_EQ(rules_of(o.report, "11_Deep_narrow_MLP.py")["insensitive"], all);
+  EXPECT_EQ(rules_of(o.record, "10_Conv3d_GroupNorm_Mean.py")["ill_conditioned"], all);
+  EXPECT_EQ(rules_of(o.record, "11_Deep_narrow_MLP.py")["insensitive"], all);
   // Messages name the file and carry numbers.
-  for (const auto& f : problem_of(o.report, "2_Cumprod.py")->at("findings")) {
+  for (const auto& f : problem_of(o.record, "2_Cumprod.py")->at("findings")) {
     std::string m = f["message"];
     EXPECT_NE(m.find("tests/data/kernelbench_style/level1/2_Cumprod.py"), std::string::npos) << m;
     EXPECT_NE(m.find("Inf of"), std::string::npos) << m;
@@ -141,25 +124,25 @@ TEST(LintProblems, AllowKeepsAFindingWithItsReasonAndBadAllowsAreFindings) {
   std::ofstream(dir / "1_Zeros.py") << body
                                     << "KBV_LINT_ALLOW = {'zeros': 'kept on purpose', 'insensitive': 'same'}\n";
   Outcome ok = lint({(dir / "1_Zeros.py").string()}, dir / "a.json");
-  ASSERT_TRUE(ok.report.is_object()) << ok.output;
+  ASSERT_TRUE(ok.record.is_object()) << ok.output;
   EXPECT_EQ(ok.code, 0) << ok.output;
   EXPECT_NE(ok.output.find("reason: kept on purpose"), std::string::npos) << ok.output;
 
   std::ofstream(dir / "2_Zeros.py") << body << "KBV_LINT_ALLOW = ['zeros']\n";
   Outcome bad = lint({(dir / "2_Zeros.py").string()}, dir / "b.json");
-  ASSERT_TRUE(bad.report.is_object()) << bad.output;
+  ASSERT_TRUE(bad.record.is_object()) << bad.output;
   EXPECT_EQ(bad.code, 1);
-  EXPECT_TRUE(rules_of(bad.report, "2_Zeros.py").count("allow_error")) << bad.output;
-  EXPECT_TRUE(rules_of(bad.report, "2_Zeros.py").count("zeros")) << bad.output;
+  EXPECT_TRUE(rules_of(bad.record, "2_Zeros.py").count("allow_error")) << bad.output;
+  EXPECT_TRUE(rules_of(bad.record, "2_Zeros.py").count("zeros")) << bad.output;
 }
 
 TEST(LintProblems, BrokenProblemIsAFindingNotACrash) {
   fs::path dir = temp_dir("broken");
   std::ofstream(dir / "3_Broken.py") << "import torch\nraise RuntimeError('cannot build this')\n";
   Outcome o = lint({(dir / "3_Broken.py").string()}, dir / "r.json");
-  ASSERT_TRUE(o.report.is_object()) << o.output;
+  ASSERT_TRUE(o.record.is_object()) << o.output;
   EXPECT_EQ(o.code, 1);
-  auto rules = rules_of(o.report, "3_Broken.py");
+  auto rules = rules_of(o.record, "3_Broken.py");
   ASSERT_TRUE(rules.count("problem_error")) << o.output;
   EXPECT_NE(o.output.find("cannot build this"), std::string::npos) << o.output;
 }
@@ -236,13 +219,13 @@ def get_init_inputs():
     return []
 )";
   Outcome fp16 = lint({(dir / "1_Square_big.py").string(), "--precision", "fp16"}, dir / "fp16.json");
-  ASSERT_TRUE(fp16.report.is_object()) << fp16.output;
-  EXPECT_EQ(fp16.report["precision"], "fp16");
-  auto rules = rules_of(fp16.report, "1_Square_big.py");
-  ASSERT_TRUE(rules.count("overflow")) << fp16.report.dump(2);
-  EXPECT_TRUE(rules["overflow"].count("D2")) << fp16.report.dump(2);
-  EXPECT_FALSE(rules["overflow"].count("D1")) << fp16.report.dump(2);
+  ASSERT_TRUE(fp16.record.is_object()) << fp16.output;
+  EXPECT_EQ(fp16.record["precision"], "fp16");
+  auto rules = rules_of(fp16.record, "1_Square_big.py");
+  ASSERT_TRUE(rules.count("overflow")) << fp16.record.dump(2);
+  EXPECT_TRUE(rules["overflow"].count("D2")) << fp16.record.dump(2);
+  EXPECT_FALSE(rules["overflow"].count("D1")) << fp16.record.dump(2);
   Outcome fp32 = lint({(dir / "1_Square_big.py").string()}, dir / "fp32.json");
-  ASSERT_TRUE(fp32.report.is_object()) << fp32.output;
-  EXPECT_FALSE(rules_of(fp32.report, "1_Square_big.py").count("overflow")) << fp32.report.dump(2);
+  ASSERT_TRUE(fp32.record.is_object()) << fp32.output;
+  EXPECT_FALSE(rules_of(fp32.record, "1_Square_big.py").count("overflow")) << fp32.record.dump(2);
 }

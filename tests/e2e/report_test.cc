@@ -1,7 +1,5 @@
 // End-to-end: `kbv import`, `kbv report`, `kbv export` on fixture runs (no workers needed), and
 // the HTML report opened in a real headless Chromium (skipped, visibly, when it is not installed).
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -11,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support.h"
 #include "report/upstream.h"
 #include "store/store.h"
 #include "util/fs.h"
@@ -22,30 +21,15 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kSource = KBV_SOURCE_DIR;
+using kbv::e2e::kSource;
 const fs::path kData = kSource / "tests/data/report";
 
-struct Outcome {
-  int code = -1;
-  std::string output;
-};
+using kbv::e2e::Outcome;
 
-Outcome run(const std::vector<std::string>& argv, int timeout_s = 120) {
-  kbv::RunResult r = kbv::run_command(argv, {}, std::chrono::seconds(timeout_s));
-  return {r.status.exited ? r.status.code : -1, r.output + r.error};
-}
+// Import, report and export start no worker: no build cache, two minutes at most.
+Outcome kbv_cmd(const std::vector<std::string>& args) { return kbv::e2e::run_kbv(args, {}, 120, ""); }
 
-Outcome kbv_cmd(std::vector<std::string> args) {
-  args.insert(args.begin(), KBV_BINARY);
-  return run(args);
-}
-
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("kbv-report-e2e-" + std::to_string(getpid())) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return kbv::e2e::scratch_dir("report", name); }
 
 // A kbv run folder whose store holds the fixture records (tests/data/report/make_fixture.py).
 fs::path kbv_fixture_run(const std::string& name) {

@@ -1,7 +1,5 @@
 // End-to-end: the timing engine in records (docs/TIMING.md). CPU tests run everywhere (steady
 // clock); GPU tests skip visibly without a GPU and are for the lead to run on the H200.
-#include <unistd.h>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -9,45 +7,25 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support.h"
 #include "util/fs.h"
-#include "util/subprocess.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-const fs::path kSource = KBV_SOURCE_DIR;
+using kbv::e2e::gpu_visible;
+using kbv::e2e::kSource;
+using kbv::e2e::Outcome;
 
-struct Outcome {
-  int code = -1;
-  std::string output;
-  json record;
-};
-
+// `kbv ARGS`, its record read from `json_path`; with `cache`, a build and baseline cache of its own.
 Outcome kbv_run(const std::vector<std::string>& args, const fs::path& json_path = {},
                 const std::string& cache = KBV_TEST_CACHE) {
-  std::vector<std::string> argv = {KBV_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  kbv::RunResult r = kbv::run_command(argv, {{"KBV_CACHE_DIR", cache}}, std::chrono::seconds(1500));
-  Outcome o;
-  o.code = r.status.exited ? r.status.code : -1;
-  o.output = r.output + r.error;
-  if (!json_path.empty()) {
-    kbv::FileText t = kbv::read_file(json_path);
-    if (t.ok) o.record = json::parse(t.text, nullptr, false);
-  }
-  return o;
+  return kbv::e2e::run_kbv(args, json_path, 1500, cache);
 }
 
-fs::path scratch(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("kbv-timing-" + std::to_string(getpid())) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-bool gpu_visible() { return fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl"); }
+fs::path scratch(const std::string& name) { return kbv::e2e::scratch_dir("timing", name); }
 
 Outcome eval(const std::string& solution, const std::string& device, std::vector<std::string> extra = {},
              const std::string& problem = "problems/level1/19_ReLU.py") {

@@ -1,0 +1,63 @@
+// What the end-to-end tests share: running the kbv binary built beside them, reading the JSON it
+// wrote, scratch folders, and whether a GPU is there (GPU tests skip visibly without one).
+#pragma once
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace kbv::e2e {
+
+namespace fs = std::filesystem;
+
+inline const fs::path kSource = KBV_SOURCE_DIR;
+
+struct Outcome {
+  int code = -1;        // exit status; -1 when it did not exit (killed, timed out, did not start)
+  std::string output;   // stdout, then stderr
+  nlohmann::json record;  // the JSON file named by `json_path`, parsed; null when absent or unreadable
+};
+
+// `argv` run as is, with KBV_CACHE_DIR set to `cache` unless that is empty.
+inline Outcome run_argv(const std::vector<std::string>& argv, const fs::path& json_path = {}, int timeout_s = 1500,
+                        const std::string& cache = KBV_TEST_CACHE) {
+  std::map<std::string, std::string> env;
+  if (!cache.empty()) env["KBV_CACHE_DIR"] = cache;
+  kbv::RunResult r = kbv::run_command(argv, env, std::chrono::seconds(timeout_s));
+  Outcome o;
+  o.code = r.status.exited ? r.status.code : -1;
+  o.output = r.output + r.error;
+  if (!json_path.empty()) {
+    kbv::FileText t = kbv::read_file(json_path);
+    if (t.ok) o.record = nlohmann::json::parse(t.text, nullptr, false);
+  }
+  return o;
+}
+
+// `kbv ARGS...` (the binary of this build).
+inline Outcome run_kbv(const std::vector<std::string>& args, const fs::path& json_path = {}, int timeout_s = 1500,
+                       const std::string& cache = KBV_TEST_CACHE) {
+  std::vector<std::string> argv = {KBV_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_argv(argv, json_path, timeout_s, cache);
+}
+
+// An empty folder TMP/kbv-e2e-<suite>-<pid>/<name>: a test process's own, emptied first.
+inline fs::path scratch_dir(const std::string& suite, const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kbv-e2e-" + suite + "-" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+inline bool gpu_visible() { return fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl"); }
+
+}  // namespace kbv::e2e
