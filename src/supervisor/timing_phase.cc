@@ -238,11 +238,7 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
                                          std::string("the candidate worker's timing reply is malformed (") + e.what() +
                                              "): the reporting channel was tampered with",
                                          "timing reply", "T14"));
-    if (options.protocol.name != "kernelbench") {
-      record["verdict"] = "rejected";
-      record["message"] = record["findings"].back()["message"];
-      record["correctness"] = false;
-    }
+    reject_on_findings(record);
     reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
     candidate.call({{"op", "time_release"}}, ms(options.timeouts.call_s));
   }

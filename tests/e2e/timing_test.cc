@@ -188,6 +188,39 @@ TEST(Timing, AnAskForADrawOutOfOrderIsAForgedChannel) {
   EXPECT_TRUE(found) << o.record["findings"].dump(1);
 }
 
+// A candidate that writes a reply of its own on its worker's channel during a timed call: the
+// supervisor takes it as the timing reply, and its malformed content (a string where the timer's
+// overhead should be a number) is a forged channel (T14), rejected, not a crash.
+TEST(Timing, AMalformedTimingReplyIsAForgedChannel) {
+  fs::path dir = scratch("forged-reply");
+  std::string src = kbv::read_file(kSource / "examples/level1/26_GELU_/cpu_honest.py").text;
+  const std::string forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n";
+  ASSERT_NE(src.find(forward), std::string::npos);
+  // The same trigger as above: four calls in a row on one buffer with new values in [0, 1).
+  src.replace(src.find(forward), forward.size(),
+              forward +
+                  "        _calls.append((x.data_ptr(), float(x.reshape(-1)[0])))\n"
+                  "        last = _calls[-4:]\n"
+                  "        if (len(last) == 4 and len({p for p, _ in last}) == 1 and len({v for _, v in last}) == 4\n"
+                  "                and all(0 <= v < 1 for _, v in last) and not _sent):\n"
+                  "            _sent.append(1)\n"
+                  "            b = json.dumps({'ok': True, 'samples_ms': [0.001], 'overhead_ms': 'forged'}).encode()\n"
+                  "            os.write(4, struct.pack('<I', len(b)) + b)\n");
+  src = "import json\nimport os\nimport struct\n_calls = []\n_sent = []\n" + src;
+  fs::path sol = dir / "cpu_forged_reply.py";
+  ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
+  Outcome o = eval_gelu_lenient(sol, dir / "record.json");
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
+  EXPECT_EQ(o.record["correctness"], false);
+  EXPECT_NE(o.record["message"].get<std::string>().find("timing reply is malformed"), std::string::npos)
+      << o.record["message"];
+  bool found = false;
+  for (const auto& f : o.record["findings"])
+    found = found || (f["rule"] == "timing_mismatch" && f["cheat"] == "T14" && f["severity"] == "reject");
+  EXPECT_TRUE(found) << o.record["findings"].dump(1);
+}
+
 TEST(Timing, PointerCacheFailsTheSpotCheck) {
   Outcome o = eval("examples/level1/19_ReLU/cpu_pointer_cache.py", "cpu", {"--time-cap", "0.3", "--policy", "lenient"});
   ASSERT_EQ(o.code, 0) << o.output;
