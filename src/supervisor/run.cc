@@ -312,7 +312,9 @@ BuildQueue::BuildQueue(std::vector<Item> items, const Environment& env, int jobs
         } else if (!item.solution.ok) {
           br.kind = "compile_error";
           br.message = item.solution.error;
-        } else if (lint_candidate(item.solution, item.path, item.options.protocol.policy, item.options.protocol.precision).rejected()) {
+        } else if (lint_candidate(item.solution, item.path, item.options.protocol.policy,
+                                  item.options.protocol.precision)
+                       .rejected()) {
           br.kind = "rejected";  // evaluate_pair rejects it before using the build: never compiled
           br.message = "rejected by the static analysis";
         } else {
@@ -344,7 +346,8 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   record["source_origin"] = solution.origin;
 
   // 0. Static analysis: under the strict policy a rejecting finding ends it before any build.
-  LintReport lint = lint_candidate(solution, pair.solution_path, options.protocol.policy, options.protocol.precision);
+  LintReport lint =
+      lint_candidate(solution, pair.solution_path, options.protocol.policy, options.protocol.precision);
   record["findings"] = lint.findings_json();
   if (lint.rejected()) {
     set_verdict(record, "rejected", lint.rejection_message());
