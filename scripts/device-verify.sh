@@ -82,8 +82,7 @@ stage() {
     build)
       OUT=$dir scripts/device.sh --build-only > "$dir/stdout.log" 2>&1 || { tail -20 "$dir/stdout.log"; return 1; } ;;
     prebuild-bg)
-      (stage prebuild > "$dir/stdout.log" 2>&1; touch "$dir/finished") &
-      echo $! > "$dir/pid" ;;
+      (stage prebuild > "$dir/stdout.log" 2>&1; touch "$dir/finished") & ;;
     prebuild-wait)
       while [[ ! -e $out/prebuild-bg/finished ]]; do sleep 2; done
       cat "$out/prebuild-bg/stdout.log" ;;

@@ -29,9 +29,14 @@ def repo_root(manifest):
     return os.path.dirname(os.path.dirname(os.path.abspath(manifest)))
 
 
+def fp32(entry):
+    """The run folder is evaluated in fp32; bf16/fp16 entries are the self-test's."""
+    return entry.get("precision", "fp32") == "fp32"
+
+
 def in_run(entry, device):
-    return (entry.get("device", "cpu") == device and entry.get("cheat") is None
-            and entry.get("precision", "fp32") == "fp32" and entry.get("expected") in ("correct", "wrong_output"))
+    return (entry.get("device", "cpu") == device and entry.get("cheat") is None and fp32(entry)
+            and entry.get("expected") in ("correct", "wrong_output"))
 
 
 def level_and_id(problem_path):
@@ -71,9 +76,9 @@ def layout(args):
 
 def summary(args):
     root = repo_root(args.manifest)
-    # The run is evaluated in fp32: a solution's bf16/fp16 entries (another expected verdict) are the self-test's.
+    # A solution's bf16/fp16 entries expect other verdicts: only its fp32 ones judge the run.
     by_solution = {os.path.realpath(os.path.join(root, e["solution"])): e for e in json.load(open(args.manifest))
-                   if e.get("precision", "fp32") == "fp32"}
+                   if fp32(e)}
     store = os.path.join(args.run, "kbv.sqlite")
     if not os.path.exists(store):
         print(f"main: {store} does not exist: the evaluation stored nothing", file=sys.stderr)

@@ -26,9 +26,11 @@ struct Outcome {
   nlohmann::json record;  // the JSON file named by `json_path`, parsed; null when absent or unreadable
 };
 
-// `argv` run as is, with KBV_CACHE_DIR set to `cache` unless that is empty.
-inline Outcome run_argv(const std::vector<std::string>& argv, const fs::path& json_path = {}, int timeout_s = 1500,
-                        const std::string& cache = KBV_TEST_CACHE) {
+// `kbv ARGS...` (the binary of this build), with KBV_CACHE_DIR set to `cache` unless that is empty.
+inline Outcome run_kbv(const std::vector<std::string>& args, const fs::path& json_path = {}, int timeout_s = 1500,
+                       const std::string& cache = KBV_TEST_CACHE) {
+  std::vector<std::string> argv = {KBV_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
   std::map<std::string, std::string> env;
   if (!cache.empty()) env["KBV_CACHE_DIR"] = cache;
   kbv::RunResult r = kbv::run_command(argv, env, std::chrono::seconds(timeout_s));
@@ -40,14 +42,6 @@ inline Outcome run_argv(const std::vector<std::string>& argv, const fs::path& js
     if (t.ok) o.record = nlohmann::json::parse(t.text, nullptr, false);
   }
   return o;
-}
-
-// `kbv ARGS...` (the binary of this build).
-inline Outcome run_kbv(const std::vector<std::string>& args, const fs::path& json_path = {}, int timeout_s = 1500,
-                       const std::string& cache = KBV_TEST_CACHE) {
-  std::vector<std::string> argv = {KBV_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_argv(argv, json_path, timeout_s, cache);
 }
 
 // An empty folder TMP/kbv-e2e-<suite>-<pid>/<name>: a test process's own, emptied first.

@@ -157,15 +157,14 @@ TEST(Timing, DrawsAreMadeOutOfTheCandidatesReach) {
   EXPECT_TRUE(warned) << o.record["findings"].dump(1);
 }
 
-// A candidate that writes on its worker's reply channel itself (fd 4, open in its process) to ask
-// for a draw out of order, e.g. to see the next call's inputs early: a forged channel (T14).
-TEST(Timing, AnAskForADrawOutOfOrderIsAForgedChannel) {
-  fs::path dir = scratch("forged-draw");
+// The honest CPU GELU, plus one write of `message` (a Python dict literal) on its worker's reply
+// channel (fd 4, open in its process) from inside the timing: the first time four calls in a row
+// run on the same buffer with new values in [0, 1) each (the four checks of --trials 1 scale theirs
+// by x3, x0.01 and x-1; the audit repeats values). Written to dir/name; its path, or empty.
+fs::path gelu_writing_on_its_channel(const fs::path& dir, const std::string& name, const std::string& message) {
   std::string src = kbv::read_file(kSource / "examples/level1/26_GELU_/cpu_honest.py").text;
   const std::string forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n";
-  ASSERT_NE(src.find(forward), std::string::npos);
-  // Inside the timing: four calls in a row on the same buffer with new values in [0, 1) each time
-  // (the four checks of --trials 1 scale theirs by x3, x0.01 and x-1; the audit repeats values).
+  if (src.find(forward) == std::string::npos) return {};
   src.replace(src.find(forward), forward.size(),
               forward +
                   "        _calls.append((x.data_ptr(), float(x.reshape(-1)[0])))\n"
@@ -173,11 +172,19 @@ TEST(Timing, AnAskForADrawOutOfOrderIsAForgedChannel) {
                   "        if (len(last) == 4 and len({p for p, _ in last}) == 1 and len({v for _, v in last}) == 4\n"
                   "                and all(0 <= v < 1 for _, v in last) and not _sent):\n"
                   "            _sent.append(1)\n"
-                  "            b = json.dumps({'op': 'draw', 'index': 999}).encode()\n"
+                  "            b = json.dumps(" + message + ").encode()\n"
                   "            os.write(4, struct.pack('<I', len(b)) + b)\n");
   src = "import json\nimport os\nimport struct\n_calls = []\n_sent = []\n" + src;
-  fs::path sol = dir / "cpu_forged_draw.py";
-  ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
+  fs::path sol = dir / name;
+  return kbv::write_file_atomic(sol, src).empty() ? sol : fs::path();
+}
+
+// A candidate that asks for a draw out of order, e.g. to see the next call's inputs early: a
+// forged channel (T14).
+TEST(Timing, AnAskForADrawOutOfOrderIsAForgedChannel) {
+  fs::path dir = scratch("forged-draw");
+  fs::path sol = gelu_writing_on_its_channel(dir, "cpu_forged_draw.py", "{'op': 'draw', 'index': 999}");
+  ASSERT_FALSE(sol.empty());
   Outcome o = eval_gelu_lenient(sol, dir / "record.json");
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
@@ -188,27 +195,14 @@ TEST(Timing, AnAskForADrawOutOfOrderIsAForgedChannel) {
   EXPECT_TRUE(found) << o.record["findings"].dump(1);
 }
 
-// A candidate that writes a reply of its own on its worker's channel during a timed call: the
-// supervisor takes it as the timing reply, and its malformed content (a string where the timer's
-// overhead should be a number) is a forged channel (T14), rejected, not a crash.
+// A candidate that writes a reply of its own during a timed call: the supervisor takes it as the
+// timing reply, and its malformed content (a string where the timer's overhead should be a number)
+// is a forged channel (T14), rejected, not a crash.
 TEST(Timing, AMalformedTimingReplyIsAForgedChannel) {
   fs::path dir = scratch("forged-reply");
-  std::string src = kbv::read_file(kSource / "examples/level1/26_GELU_/cpu_honest.py").text;
-  const std::string forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n";
-  ASSERT_NE(src.find(forward), std::string::npos);
-  // The same trigger as above: four calls in a row on one buffer with new values in [0, 1).
-  src.replace(src.find(forward), forward.size(),
-              forward +
-                  "        _calls.append((x.data_ptr(), float(x.reshape(-1)[0])))\n"
-                  "        last = _calls[-4:]\n"
-                  "        if (len(last) == 4 and len({p for p, _ in last}) == 1 and len({v for _, v in last}) == 4\n"
-                  "                and all(0 <= v < 1 for _, v in last) and not _sent):\n"
-                  "            _sent.append(1)\n"
-                  "            b = json.dumps({'ok': True, 'samples_ms': [0.001], 'overhead_ms': 'forged'}).encode()\n"
-                  "            os.write(4, struct.pack('<I', len(b)) + b)\n");
-  src = "import json\nimport os\nimport struct\n_calls = []\n_sent = []\n" + src;
-  fs::path sol = dir / "cpu_forged_reply.py";
-  ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
+  fs::path sol = gelu_writing_on_its_channel(dir, "cpu_forged_reply.py",
+                                             "{'ok': True, 'samples_ms': [0.001], 'overhead_ms': 'forged'}");
+  ASSERT_FALSE(sol.empty());
   Outcome o = eval_gelu_lenient(sol, dir / "record.json");
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
