@@ -118,17 +118,28 @@ def aa(args):
         (data / "level1" / f"{pid}_{name}.py").write_text(src)
         for s in range(args.repeats):
             (run_dir / f"level_1_problem_{pid}_sample_{s}_kernel.py").write_text(src + WRAPPER)
-    # Only the FP32 baseline: the A/A candidate runs in strict FP32 and is compared with it.
-    _, wall = run([kbv_binary(args), "eval", "--problems", data, "--run", run_dir, "--level", "1",
-                   *REFERENCE_AS_CANDIDATE, "--trials", "1", "--baselines", "fp32", *common_flags(args)])
-    con = sqlite3.connect(run_dir / "kbv.sqlite")
+    wall = 0.0
+    if not args.collect:
+        # Only the FP32 baseline: the A/A candidate runs in strict FP32 and is compared with it.
+        _, wall = run([kbv_binary(args), "eval", "--problems", data, "--run", run_dir, "--level", "1",
+                       *REFERENCE_AS_CANDIDATE, "--trials", "1", "--baselines", "fp32", *common_flags(args)])
+    rows = aa_rows(work)
+    write("aa", {"summary": aa_summary(rows, args.repeats, wall), "rows": rows})
+
+
+def aa_rows(work):
+    """One row per problem of the A/A run folder under `work`, from the records its store holds
+    (all of them, or those a cut-off run stored)."""
+    names = {int(f.name.split("_", 1)[0]): f.stem.split("_", 1)[1] for f in (work / "problems" / "level1").glob("*.py")}
+    con = sqlite3.connect(work / "run" / "kbv.sqlite")
     records = [json.loads(r[0]) for r in con.execute("SELECT record FROM results")]
+    con.close()
     per = {}
     for r in records:
         per.setdefault(r["problem_id"], []).append(r)
     rows = []
     for pid, recs in sorted(per.items()):
-        name = names[pid - 1001]
+        name = names.get(pid, str(pid))
         timed = [r for r in recs if r.get("timing", {}).get("candidate")]
         if len(timed) < 2:
             rows.append({"problem": name, "error": [r.get("message") for r in recs]})
@@ -141,8 +152,10 @@ def aa(args):
                      "worst_pairwise": pair,
                      "rse": [r["timing"]["candidate"]["rse"] for r in timed],
                      "discarded": [r["timing"]["candidate"]["discarded"] for r in timed],
+                     "samples": [r["timing"]["candidate"]["samples"] for r in timed],
+                     "timing_wall_s": [r["timing"].get("wall_check", {}).get("supervisor_ms", 0) / 1000 for r in timed],
                      "events_host_disagreed": [r["timing"].get("events_host_disagreed", 0) for r in timed]})
-    write("aa", {"summary": aa_summary(rows, args.repeats, wall), "rows": rows})
+    return rows
 
 
 def aa_summary(rows, repeats, wall):
@@ -168,6 +181,51 @@ def aa_merge(args):
         repeats = part["summary"].get("repeats", repeats)
         wall += part["summary"].get("wall_s", 0.0)
     write("aa", {"summary": aa_summary(rows, repeats, wall), "rows": rows, "merged_from": args.inputs.split(",")})
+
+
+# The A/A candidate and its FP32 baseline run the same code in two workers: on the first H200 run
+# (docs/TIMING.md) the candidate's median came out 1-7% above the baseline's on memory-bound
+# problems (GELU, matrix-vector) and within 0.5% on the matmuls. aa_diag looks for the cause: each
+# variant evaluates the reference as its own candidate with a cache of its own (the baseline timed
+# in the same evaluation) and reports candidate / baseline per evaluation.
+DIAG_PROBLEMS = ["26_GELU_", "105_Matrix_vector_multiplication", "1_Square_matrix_multiplication_"]
+DIAG_VARIANTS = {
+    "default": ([], {}),
+    "no_cupti": ([], {"KBV_NO_CUPTI": "1"}),           # no CUPTI in either worker (memory, kernel audit)
+    "input_sets": (["--timing-inputs", "sets"], {}),     # no fresh draw served between the samples
+}
+
+
+def aa_diag(args):
+    names = args.problems_list.split(",") if args.problems_list else DIAG_PROBLEMS
+    rows = []
+    for name in names:
+        prob = problem_path(name, args.problems)
+        sol = out_dir() / "aa_diag" / f"{name}.py"
+        sol.parent.mkdir(parents=True, exist_ok=True)
+        sol.write_text(prob.read_text() + WRAPPER)
+        for variant, (flags, env) in DIAG_VARIANTS.items():
+            for i in range(2):
+                cache = out_dir() / "aa_diag" / f"cache-{variant}-{name}-{i}"
+                path = out_dir() / "records" / f"aa_diag-{variant}-{name}-{i}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _, wall = run([kbv_binary(args), "eval", "--problem", prob, "--solution", sol, "--json", path,
+                               "--device", args.device, "--cache-dir", cache, *REFERENCE_AS_CANDIDATE,
+                               "--trials", "1", "--baselines", "fp32", *flags], env)
+                t = json.loads(path.read_text()).get("timing", {})
+                c = t.get("candidate", {}).get("median_ms")
+                b = t.get("baselines", {}).get("fp32", {}).get("median_ms")
+                rows.append({"problem": name, "variant": variant, "run": i, "candidate_ms": c, "baseline_ms": b,
+                             "candidate_over_baseline": c / b if c and b else None,
+                             "candidate_iqr_ms": t.get("candidate", {}).get("iqr_ms"),
+                             "baseline_iqr_ms": t.get("baselines", {}).get("fp32", {}).get("iqr_ms"), "wall_s": wall})
+                print(f"aa_diag: {name} {variant} {i}: candidate/baseline {rows[-1]['candidate_over_baseline']}",
+                      file=sys.stderr, flush=True)
+    summary = {}
+    for variant in DIAG_VARIANTS:
+        r = [x["candidate_over_baseline"] for x in rows if x["variant"] == variant and x["candidate_over_baseline"]]
+        summary[variant] = {"median_ratio": statistics.median(r) if r else None, "max_ratio": max(r, default=None)}
+    write("aa_diag", {"summary": summary, "rows": rows})
 
 
 # ---- 2. Repeatability -----------------------------------------------------------------------
@@ -243,32 +301,61 @@ def side_stream(args):
 
 # ---- 5. Timing-phase wall time against KernelBench's protocol --------------------------------
 def protocol(args):
-    names = args.problems_list.split(",") if args.problems_list else AA_PROBLEMS
+    """kbv's candidate timing request against KernelBench's loop, per problem. With --from-aa the
+    kbv side is taken from an A/A run's records (the same evaluation: the reference as candidate,
+    --trials 1, timing on), the median over its evaluations; otherwise each problem is evaluated."""
+    aa_rows = {}
+    if args.from_aa:
+        aa_rows = {r["problem"]: r for r in json.loads(Path(args.from_aa).read_text())["rows"] if "timing_wall_s" in r}
+        names = list(aa_rows)
+    else:
+        names = args.problems_list.split(",") if args.problems_list else AA_PROBLEMS
     rows = []
     for name in names:
         prob = problem_path(name, args.problems)
-        sol = out_dir() / "protocol" / f"{name}.py"
-        sol.parent.mkdir(parents=True, exist_ok=True)
-        sol.write_text(prob.read_text() + WRAPPER)
-        r, wall = eval_json(args, str(prob), str(sol), [*REFERENCE_AS_CANDIDATE, "--trials", "1", "--timing", "on"],
-                            f"protocol-{name}")
-        t = r.get("timing", {})
+        if name in aa_rows:
+            a = aa_rows[name]
+            kbv_s, samples = statistics.median(a["timing_wall_s"]), statistics.median(a["samples"])
+            kbv_ms = statistics.median(a["median_ms"])
+        else:
+            sol = out_dir() / "protocol" / f"{name}.py"
+            sol.parent.mkdir(parents=True, exist_ok=True)
+            sol.write_text(prob.read_text() + WRAPPER)
+            r, _ = eval_json(args, str(prob), str(sol), [*REFERENCE_AS_CANDIDATE, "--trials", "1", "--timing", "on"],
+                             f"protocol-{name}")
+            t = r.get("timing", {})
+            kbv_s = t.get("wall_check", {}).get("supervisor_ms", 0) / 1000
+            samples, kbv_ms = t.get("candidate", {}).get("samples"), t.get("candidate", {}).get("median_ms")
         kb = bare_events(str(prob))
-        rows.append({"problem": name, "kbv_candidate_timing_s": t.get("wall_check", {}).get("supervisor_ms", 0) / 1000,
-                     "kbv_samples": t.get("candidate", {}).get("samples"), "kbv_median_ms": t.get("candidate", {}).get("median_ms"),
+        rows.append({"problem": name, "kbv_candidate_timing_s": kbv_s, "kbv_samples": samples, "kbv_median_ms": kbv_ms,
                      "kernelbench_wall_s": kb["wall_s"], "kernelbench_median_ms": kb["median_ms"]})
+        print(f"protocol: {name}: kbv {kbv_s:.2f} s, KernelBench {kb['wall_s']:.2f} s", file=sys.stderr, flush=True)
     k = [r["kbv_candidate_timing_s"] for r in rows]
     b = [r["kernelbench_wall_s"] for r in rows]
     write("protocol", {"summary": {"problems": len(rows), "kbv_total_s": sum(k), "kernelbench_total_s": sum(b),
-                                   "kbv_median_s": statistics.median(k), "kernelbench_median_s": statistics.median(b)},
+                                   "kbv_median_s": statistics.median(k), "kernelbench_median_s": statistics.median(b),
+                                   "kbv_from": args.from_aa or "own evaluations"},
                        "rows": rows})
 
 
 # ---- 6. TF32 / FP32 baseline ratio ------------------------------------------------------------
+def tf32_problem(path):
+    """The problems a TF32 switch can change: every level-2 and level-3 problem (GEMM and
+    convolution chains, networks) and the level-1 matmuls, convolutions and attention."""
+    n = path.name.lower()
+    return path.parent.name != "level1" or any(k in n for k in ("matmul", "matrix", "conv", "attention"))
+
+
 def tf32(args):
     kbv = kbv_binary(args)
-    flags = ["--problems", args.problems, *common_flags(args)]
-    run([kbv, "baseline", *flags, "--baselines", "tf32,fp32"])
+    # A dataset of copies of those problems only: the cache keys baselines by content, not by path.
+    data = out_dir() / "tf32" / "problems"
+    for f in sorted(Path(args.problems).glob("level*/*.py")):
+        if tf32_problem(f):
+            (data / f.parent.name).mkdir(parents=True, exist_ok=True)
+            (data / f.parent.name / f.name).write_text(f.read_text())
+    flags = ["--problems", data, *common_flags(args)]
+    _, wall = run([kbv, "baseline", *flags, "--baselines", "tf32,fp32"])
     files = {}
     for mode in ("tf32", "fp32"):
         f = out_dir() / f"baselines-{mode}.json"
@@ -277,22 +364,24 @@ def tf32(args):
     rows = []
     for level, probs in files["fp32"].items():
         for name, e in probs.items():
-            if not any(k in name.lower() for k in ("matmul", "gemm", "conv", "attention", "mlp", "linear")):
-                continue
             t = files["tf32"].get(level, {}).get(name)
-            if t and t.get("median"):
+            if t and t.get("median") and e.get("median"):
                 rows.append({"level": level, "problem": name, "fp32_ms": e["median"], "tf32_ms": t["median"],
                              "fp32_over_tf32": e["median"] / t["median"]})
     ratios = [r["fp32_over_tf32"] for r in rows]
     write("tf32", {"summary": {"problems": len(rows), "median_ratio": statistics.median(ratios) if ratios else None,
-                               "min_ratio": min(ratios, default=None), "max_ratio": max(ratios, default=None)},
+                               "min_ratio": min(ratios, default=None), "max_ratio": max(ratios, default=None),
+                               "baseline_wall_s": wall},
                    "rows": rows})
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("what", choices=["aa", "aa_merge", "repeat", "overhead", "side_stream", "protocol", "tf32"])
+    ap.add_argument("what", choices=["aa", "aa_merge", "aa_diag", "repeat", "overhead", "side_stream", "protocol", "tf32"])
     ap.add_argument("--inputs", help="aa_merge: comma-separated aa.json files of the parts")
+    ap.add_argument("--collect", action="store_true",
+                    help="aa: summarise the records already in $OUT/aa/run (a cut-off run) without evaluating")
+    ap.add_argument("--from-aa", help="protocol: take kbv's timing walls from this aa.json instead of evaluating")
     ap.add_argument("--kbv", help="the kbv binary (default: build-gpu/kbv or build/kbv)")
     ap.add_argument("--problems", default=str(ROOT / "problems"), help="dataset root")
     ap.add_argument("--problems-list", help="comma-separated problem names (default: the 24 A/A problems)")

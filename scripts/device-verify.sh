@@ -5,21 +5,22 @@
 #   scripts/device-verify.sh timing-tests bf16           the next (the machine still warm)
 # Stages:
 #   build         cmake + ninja into build-gpu/ (scripts/device.sh --build-only)
-#   prebuild      every CUDA example compiled into the test cache at once (16 cores), so the
+#   prebuild      every CUDA example (and tests/data candidate) compiled into the test cache at once (16 cores), so the
 #                 GPU tests and the self-test that follow find them built (KBV_PREBUILD: an
 #                 extended regex of the paths to build, default all)
 #   memory        bench/memory.sh (the measured memory table) with KBV_CUPTI_DEBUG=1
 #   memory-tests  the MemoryGpu.* tests, one at a time
-#   timing-tests  the TimingGpu.* tests, one at a time
+#   timing-tests  the TimingGpu.* tests, one at a time (KBV_TIMING_FILTER: another gtest filter)
 #   bf16          the bf16 CUDA examples (GEMM, RMSNorm) at --precision bf16
 #   prebuild-bg   prebuild in the background (CPU work), for GPU stages that need no build;
 #   prebuild-wait waits for it
 #   selftest      kbv selftest --device cuda (the CUDA confusion matrix), timing off
 #   main          scripts/main.sh on the GPU (the README's first command; KBV_MAIN_TIMEOUT, 1500 s)
-#   lint-cuda     kbv lint-problems problems --device cuda --jobs 1
+#   lint-cuda     kbv lint-problems problems --device cuda --jobs 1 (bounded by KBV_LINT_TIMEOUT)
 #   suite-times   bench/suite_times.py (TF32 and FP32 reference times of every problem;
 #                 KBV_SUITE_ARGS, e.g. "--skip REGEX --budget 1")
-#   aa|repeat|overhead|side_stream|protocol|tf32   bench/bench.py's timing benchmarks
+#   aa|aa_diag|repeat|overhead|side_stream|protocol|tf32   bench/bench.py's timing benchmarks (KBV_BENCH_ARGS;
+#                 protocol after aa in one chain takes kbv's timing walls from the A/A records)
 # KBV_STAGE_TIMEOUT (seconds, default 540) bounds each command of a stage. More than 8 files under
 # $OUT at the end (the device tool returns 8) are packed into $OUT/all.tgz.
 #
@@ -87,7 +88,7 @@ stage() {
       while [[ ! -e $out/prebuild-bg/finished ]]; do sleep 2; done
       cat "$out/prebuild-bg/stdout.log" ;;
     prebuild)
-      find examples -name 'cuda_*.py' | grep -E "${KBV_PREBUILD:-.}" | sort | xargs -P 12 -I{} sh -c \
+      find examples tests/data -name 'cuda_*.py' | grep -E "${KBV_PREBUILD:-.}" | sort | xargs -P 12 -I{} sh -c \
         'timeout '"$limit"' "$0" build --solution "$1" --device cuda --cache-dir "$2" > "$3/$(echo "$1" | tr / _).log" 2>&1 || echo "prebuild failed: $1"' \
         "$build/kbv" {} "$cache" "$dir" ;;
     memory)
@@ -95,7 +96,7 @@ stage() {
       tail -30 "$dir/stdout.log"
       grep -rh "kbv cupti:" "$cache" 2>/dev/null | sort | uniq -c | sort -rn | head -40 > "$dir/cupti-launches.txt" ;;
     memory-tests) gtest_one_by_one "$dir" 'MemoryGpu.*' ;;
-    timing-tests) gtest_one_by_one "$dir" 'TimingGpu.*' ;;
+    timing-tests) gtest_one_by_one "$dir" "${KBV_TIMING_FILTER:-TimingGpu.*}" ;;
     bf16)
       for c in "problems/level1/1_Square_matrix_multiplication_.py|examples/level1/1_Square_matrix_multiplication_/cuda_bf16.py" \
                "problems/level1/115_RMSNorm.py|examples/level1/115_RMSNorm/cuda_bf16.py"; do
@@ -114,14 +115,17 @@ stage() {
         timeout "${KBV_MAIN_TIMEOUT:-1500}" scripts/main.sh > "$dir/stdout.log" 2>&1
       say "main rc=$?"; tail -45 "$dir/stdout.log"; cp "$build/selftest.json" "$dir/" 2>/dev/null ;;
     lint-cuda)
-      timeout "$limit" "$build/kbv" lint-problems problems --device cuda --jobs 1 --cache-dir "$cache" \
+      timeout "${KBV_LINT_TIMEOUT:-$limit}" "$build/kbv" lint-problems problems --device cuda --jobs 1 --cache-dir "$cache" \
         --json "$dir/lint.json" > "$dir/stdout.log" 2>&1
       say "lint-problems rc=$?"; tail -30 "$dir/stdout.log" ;;
     suite-times)
       timeout "$limit" "$python" bench/suite_times.py --json "$dir/suite_times.json" ${KBV_SUITE_ARGS:-} > "$dir/stdout.log" 2>&1
       say "suite_times rc=$?"; tail -5 "$dir/stdout.log" ;;
-    aa|repeat|overhead|side_stream|protocol|tf32)
-      OUT=$dir timeout "$limit" "$python" bench/bench.py "$name" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} > "$dir/stdout.log" 2> "$dir/stderr.log"
+    aa|aa_diag|repeat|overhead|side_stream|protocol|tf32)
+      local extra=()  # protocol after aa in the same chain: kbv's side from the A/A records
+      [[ $name == protocol && -e $out/aa/aa.json ]] && extra=(--from-aa "$out/aa/aa.json")
+      OUT=$dir timeout "$limit" "$python" bench/bench.py "$name" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} "${extra[@]}" \
+        > "$dir/stdout.log" 2> "$dir/stderr.log"
       say "bench $name rc=$?"; tail -30 "$dir/stdout.log"; tail -5 "$dir/stderr.log" ;;
     *) echo "device-verify: unknown stage '$name'"; return 2 ;;
   esac
