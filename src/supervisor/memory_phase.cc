@@ -43,8 +43,9 @@ void measure_phase(json& record, WorkerProcess& cand, WorkerProcess& ref, const 
   const Timeouts& t = options.timeouts;
   const double calls = kMemoryRepeats + 1;
   json candidate;
-  // The candidate computes on a draw made by the reference (as in the checks).
-  Reply in = ref.call({{"op", "inputs"}, {"seed", seed}, {"scale", 1.0}, {"input_draw", options.protocol.input_draw}},
+  // The candidate computes on a draw made by the reference (as in the checks), the baselines on
+  // the same draw (same seed, same kMeasuredDraw) made in the reference's own measure call.
+  Reply in = ref.call({{"op", "inputs"}, {"seed", seed}, {"scale", 1.0}, {"input_draw", kMeasuredDraw}},
                       ms(t.reference_s));
   if (in.status != Reply::Status::ok) {
     candidate = not_measured("the reference could not draw inputs for the measured calls: " + why(in));
@@ -65,7 +66,11 @@ void measure_phase(json& record, WorkerProcess& cand, WorkerProcess& ref, const 
   ref.call({{"op", "release"}}, ms(t.reference_s));
   json baselines = json::object();
   for (const char* baseline : {"tf32", "fp32"}) {
-    Reply b = ref.call({{"op", "measure"}, {"seed", seed}, {"baseline", baseline}, {"repeats", kMemoryRepeats}},
+    Reply b = ref.call({{"op", "measure"},
+                        {"seed", seed},
+                        {"baseline", baseline},
+                        {"repeats", kMemoryRepeats},
+                        {"input_draw", kMeasuredDraw}},
                        ms(t.reference_s * calls));
     baselines[baseline] = b.status == Reply::Status::ok
                               ? b.body.value("memory", json::object())

@@ -277,7 +277,8 @@ json lint_one(const Target& t, const ProblemLintOptions& opt, ReferenceHost& hos
     }
     Reply r = w->call(p.with_tolerance({{"op", "lint"},
                        {"seeds", {a, b}},
-                       {"scale", d.scale}}),
+                       {"scale", d.scale},
+                       {"input_draw", p.input_draw}}),
                       timeout);
     if (r.status == Reply::Status::ok) {
       draw.reply = r.body;

@@ -91,7 +91,7 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.spot_per_output = 0;
   t.spot_max_calls = 0;
   return sha256_hex_parts({"kbv-baseline-1", problem_text, env.device, env.device_name, env.torch_version,
-                           env.python_version, t.to_json().dump(), options.protocol.input_draw, "fp32", mode});
+                           env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode});
 }
 
 std::optional<json> load_baseline(const EvalOptions& options, const std::string& key) {
@@ -120,7 +120,7 @@ std::optional<json> draw_timing_inputs(WorkerProcess& reference, const EvalOptio
   Reply r = reference.call({{"op", "time_inputs"},
                             {"seeds", list},
                             {"max_bytes", t.max_set_bytes},
-                            {"input_draw", options.protocol.input_draw}},
+                            {"input_draw", kMeasuredDraw}},
                            ms(options.timeouts.reference_s * sets));
   if (r.status != Reply::Status::ok) {
     error = "drawing the timing inputs: " + reply_message(r);

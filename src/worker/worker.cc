@@ -583,12 +583,14 @@ _ext.load_inline = _guarded
     // One draw as the reference sees it in `inputs` (same seeding, same scaling), run once.
     // `poison`: tensors whose sizes to fill with NaN and free right before the call, so that a
     // reference returning memory it never wrote is likely to hand NaN back.
+    // Drawn as the linted protocol draws ("input_draw"): on the GPU for kbv's, where a host draw of
+    // a multi-GiB input took seconds, twelve times per problem.
+    const bool on_device = device == "cuda" && request.value("input_draw", "host") == "device";
     auto run_draw = [&](uint64_t seed, bool describe, const std::vector<at::Tensor>& poison) {
       std::vector<py::object> args;
       py::list raw;
       try {
-        torch::manual_seed(seed);
-        raw = module.attr("get_inputs")();
+        raw = draw_inputs(seed, on_device);
       } catch (py::error_already_set& e) {
         throw python_error("problem_error", "get_inputs() failed", e);
       }
@@ -1154,10 +1156,11 @@ _ext.load_inline = _guarded
     return reply;
   }
 
-  // `measure {args | seed, repeats, baseline}`: memory (and, for the candidate, kernel attribution)
-  // of a few untimed calls (src/worker/memory.h, docs/MEMORY.md). The candidate computes on the
-  // inputs it is handed, the reference on its own draw from `seed` under the baseline's precision
-  // ("tf32" | "fp32"); both copy the inputs into their own torch memory first.
+  // `measure {args | seed, input_draw, repeats, baseline}`: memory (and, for the candidate, kernel
+  // attribution) of a few untimed calls (src/worker/memory.h, docs/MEMORY.md). The candidate
+  // computes on the inputs it is handed, the reference on its own draw from `seed` (drawn as
+  // `input_draw` says) under the baseline's precision ("tf32" | "fp32"); both copy the inputs into
+  // their own torch memory first.
   json measure(const json& request) {
     release();
     int64_t before = worker_memory::torch_allocated(device);
@@ -1166,8 +1169,8 @@ _ext.load_inline = _guarded
       for (const auto& a : request.at("args")) args.push_back(from_wire(a, transfers, device));
     } else {
       try {
-        torch::manual_seed(request.at("seed").get<uint64_t>());
-        for (auto item : py::list(module.attr("get_inputs")()))
+        const bool on_device = device == "cuda" && request.value("input_draw", "host") == "device";
+        for (auto item : draw_inputs(request.at("seed").get<uint64_t>(), on_device))
           args.push_back(move_to_device(py::reinterpret_borrow<py::object>(item)));
       } catch (py::error_already_set& e) {
         throw python_error("problem_error", "get_inputs() failed", e);

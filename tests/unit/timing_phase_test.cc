@@ -31,6 +31,11 @@ TEST(TimingPhase, BaselineKeySeparatesWhatChangesATime) {
   more.protocol.timing.baselines = {"tf32", "fp32", "compile"};
   more.protocol.timing.spot_per_output = 5;
   EXPECT_EQ(k, baseline_key("code", more, env("NVIDIA H200"), "tf32"));
+  // Nor where the correctness checks draw: timed calls draw on the device (kMeasuredDraw) under
+  // every protocol.
+  EvalOptions host = o;
+  host.protocol.input_draw = "host";
+  EXPECT_EQ(k, baseline_key("code", host, env("NVIDIA H200"), "tf32"));
 }
 
 TEST(TimingPhase, StatsFromRawReply) {
