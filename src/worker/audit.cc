@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "check/runtime_audit.h"
+#include "worker/timing.h"
 
 #include <c10/util/Flags.h>
 
@@ -440,20 +441,8 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
   // An honest C++ epilogue after PyTorch's GEMM measured 1.2-9% of the samples that way, under
   // the 1% floor once in a full test run; on one thread, 14-18%. The audit asks where the work
   // is done, not how fast.
-  struct OneThread {
-    int saved = at::get_num_threads();
-    bool on = false;
-    void set(bool s) {
-      if (s && saved > 1) {
-        at::set_num_threads(1);
-        on = true;
-      }
-    }
-    ~OneThread() {
-      if (on) at::set_num_threads(saved);
-    }
-  } one_thread;
-  one_thread.set(sample);
+  SerialIntraOp one_thread;
+  if (sample) one_thread.on();
   if (sample) arm_timer(true);
   timed_call(true);
   // Threads the call left behind, watched for 300 ms (only when there are any).

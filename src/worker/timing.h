@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
 #include "measure/measure.h"
@@ -48,6 +49,31 @@ struct TimingRun {
 // Exceptions of call() propagate; CUDA errors become std::runtime_error.
 TimingRun run_timing(const TimingConfig& config, const std::function<void(int)>& prepare,
                      const std::function<void()>& call, const std::function<void(int, int)>& after);
+
+// ATen's intra-op parallelism off (one thread) from on() to the end of the object's life. libgomp's
+// idle workers spin for milliseconds after a parallel region, on cores someone else is about to
+// measure on: work done beside a measurement (a fresh draw served to the timed candidate, the
+// audit's sampled call) runs serially. On a 2-core machine a served draw run in parallel made the
+// candidate's next timed ReLU 3-17x slower than the same code timed as the baseline.
+class SerialIntraOp {
+ public:
+  SerialIntraOp() = default;
+  SerialIntraOp(const SerialIntraOp&) = delete;
+  SerialIntraOp& operator=(const SerialIntraOp&) = delete;
+  void on() {
+    if (saved_ > 1 && !on_) {
+      at::set_num_threads(1);
+      on_ = true;
+    }
+  }
+  ~SerialIntraOp() {
+    if (on_) at::set_num_threads(saved_);
+  }
+
+ private:
+  int saved_ = at::get_num_threads();
+  bool on_ = false;
+};
 
 // dst's bytes replaced by src's, with memcpy or cudaMemcpy: no dispatcher, so no operator
 // override the candidate registered sees it. Both contiguous, same size and device; throws if not.

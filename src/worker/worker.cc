@@ -942,6 +942,9 @@ _ext.load_inline = _guarded
   json time_draw(const json& request) {
     if (time_sets.sets.empty())
       throw WorkerError{"protocol_error", "time_draw before time_inputs", ""};
+    // The candidate's next timed call follows at once: no pool of ours may still spin then.
+    SerialIntraOp serial;
+    serial.on();
     load_fresh(time_staging, request.at("fresh_seed").get<uint64_t>() + request.at("index").get<uint64_t>());
     sync_device(device);
     return json{{"ok", true}};
