@@ -304,17 +304,17 @@ def protocol(args):
     """kbv's candidate timing request against KernelBench's loop, per problem. With --from-aa the
     kbv side is taken from an A/A run's records (the same evaluation: the reference as candidate,
     --trials 1, timing on), the median over its evaluations; otherwise each problem is evaluated."""
-    aa_rows = {}
+    from_aa = {}
     if args.from_aa:
-        aa_rows = {r["problem"]: r for r in json.loads(Path(args.from_aa).read_text())["rows"] if "timing_wall_s" in r}
-        names = list(aa_rows)
+        from_aa = {r["problem"]: r for r in json.loads(Path(args.from_aa).read_text())["rows"] if "timing_wall_s" in r}
+        names = list(from_aa)
     else:
         names = args.problems_list.split(",") if args.problems_list else AA_PROBLEMS
     rows = []
     for name in names:
         prob = problem_path(name, args.problems)
-        if name in aa_rows:
-            a = aa_rows[name]
+        if name in from_aa:
+            a = from_aa[name]
             kbv_s, samples = statistics.median(a["timing_wall_s"]), statistics.median(a["samples"])
             kbv_ms = statistics.median(a["median_ms"])
         else:
