@@ -422,6 +422,11 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
     timing["spot_checks"] = {{"error", reply_message(sc)}};
   }
 
+  // The candidate's part is over. Its worker and everything in its process group go before the
+  // baselines and the device calibration are timed (T17): a thread, process or kernel it left
+  // running would slow the denominator, and a cached baseline every later evaluation of the problem.
+  candidate.stop();
+
   // Baselines, cached per problem content, device, versions and protocol.
   FileText problem_text = read_file(pair.problem_path);
   json baselines = json::object(), speedup = json::object(), baseline_errors = json::object();
@@ -498,7 +503,6 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                                {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
   }
   reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
-  candidate.call({{"op", "time_release"}}, ms(options.timeouts.call_s));
   reject_on_findings(record);
 }
 

@@ -16,7 +16,9 @@ namespace kbv {
 
 // Times the candidate and the protocol's baselines; writes `timing`, `runtime`, `runtime_stats`
 // and timing findings into `record`; a rejecting finding makes the verdict `rejected`, a failure of
-// the candidate during timing makes it runtime_error/timeout/crashed. Never throws.
+// the candidate during timing makes it runtime_error/timeout/crashed. Once the candidate's timing
+// is over its worker is stopped (process group included), before the baselines and the device
+// calibration are timed (T17). Never throws.
 void timing_phase(nlohmann::json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                   WorkerProcess& reference, WorkerProcess& candidate);
 

@@ -1,7 +1,11 @@
 // End-to-end: the timing engine in records (docs/TIMING.md). CPU tests run everywhere (steady
 // clock); GPU tests skip visibly without a GPU and are for the lead to run on the H200.
+#include <sys/stat.h>
+
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -228,6 +232,43 @@ TEST(Timing, PointerCacheFailsTheSpotCheck) {
   if (o.record.contains("timing")) {
     EXPECT_GT(o.record["timing"]["spot_checks"]["failed"].get<int>(), 0);
   }
+}
+
+// T17: a candidate that leaves a process running from import would compete with the baseline's
+// timing (and the cached baseline would carry it). Its process writes a heartbeat (the wall clock)
+// every few milliseconds until killed; the candidate's worker and its process group must be gone
+// before the baseline is timed, so the last heartbeat comes before the baseline file is written.
+TEST(Timing, TheBaselineIsTimedAfterTheCandidateIsGone) {
+  fs::path dir = scratch("baseline-alone");
+  const fs::path beat = dir / "heartbeat";
+  const std::string problem = (kSource / "problems/level1/19_ReLU.py").string();
+  std::string src = kbv::read_file(problem).text;
+  src += "\n\nimport subprocess\n"
+         "_beat = subprocess.Popen(['sh', '-c', 'while :; do date +%s.%N > " + beat.string() + ".tmp && mv -f " +
+         beat.string() + ".tmp " + beat.string() + "; sleep 0.002; done'])\n\n\n"
+         "class ModelNew(Model):\n    pass\n";
+  const fs::path sol = dir / "relu_with_a_heartbeat.py";
+  ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
+  const fs::path cache = dir / "cache", out = dir / "record.json";
+  Outcome o = kbv_run({"eval", "--problem", problem, "--solution", sol.string(), "--device", "cpu", "--trials", "1",
+                       "--protocol", "kernelbench", "--policy", "lenient", "--baselines", "fp32", "--time-cap",
+                       "0.3", "--json", out.string()},
+                      out, cache.string());
+  ASSERT_EQ(o.record["verdict"], "correct") << o.output;
+  ASSERT_EQ(o.record["timing"]["baselines"]["fp32"]["cached"], false) << o.record["timing"].dump(1);
+  std::vector<fs::path> baselines;
+  for (const auto& e : fs::directory_iterator(cache / "baselines")) baselines.push_back(e.path());
+  ASSERT_EQ(baselines.size(), 1u);
+  struct stat st {};
+  ASSERT_EQ(::stat(baselines[0].c_str(), &st), 0);
+  const double written = static_cast<double>(st.st_mtim.tv_sec) + 1e-9 * static_cast<double>(st.st_mtim.tv_nsec);
+  const std::string last = kbv::read_file(beat).text;
+  ASSERT_FALSE(last.empty()) << "the candidate's process never wrote its heartbeat: " << o.output;
+  const double gap_s = written - std::stod(last);
+  EXPECT_GT(gap_s, 0.0) << "the candidate's process wrote its last heartbeat " << -gap_s << " s after the baseline "
+                        << baselines[0] << " was written: it was running while the baseline was timed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(kbv::read_file(beat).text, last) << "the candidate's process outlived the evaluation";
 }
 
 TEST(Timing, BaselineCommandPrecomputesExportsAndImports) {
