@@ -82,18 +82,18 @@ def problem_path(name, problems):
     sys.exit(f"bench: no problem {name} under {problems}")
 
 
-def common_flags(args):
-    flags = ["--device", args.device, "--cache-dir", args.cache_dir]
+def common_flags(args, cache_dir=None):
+    flags = ["--device", args.device, "--cache-dir", cache_dir or args.cache_dir]
     if args.time_cap:
         flags += ["--time-cap", str(args.time_cap)]
     return flags
 
 
-def eval_json(args, problem, solution, extra, name):
+def eval_json(args, problem, solution, extra, name, cache_dir=None, env=None):
     path = out_dir() / "records" / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     p, wall = run([kbv_binary(args), "eval", "--problem", problem, "--solution", solution, "--json", path,
-                   *common_flags(args), *extra])
+                   *common_flags(args, cache_dir), *extra], env)
     rec = json.loads(path.read_text())
     return rec, wall
 
@@ -206,13 +206,11 @@ def aa_diag(args):
         sol.write_text(prob.read_text() + WRAPPER)
         for variant, (flags, env) in DIAG_VARIANTS.items():
             for i in range(2):
-                cache = out_dir() / "aa_diag" / f"cache-{variant}-{name}-{i}"
-                path = out_dir() / "records" / f"aa_diag-{variant}-{name}-{i}.json"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                _, wall = run([kbv_binary(args), "eval", "--problem", prob, "--solution", sol, "--json", path,
-                               "--device", args.device, "--cache-dir", cache, *REFERENCE_AS_CANDIDATE,
-                               "--trials", "1", "--baselines", "fp32", *flags], env)
-                t = json.loads(path.read_text()).get("timing", {})
+                r, wall = eval_json(args, str(prob), str(sol),
+                                    [*REFERENCE_AS_CANDIDATE, "--trials", "1", "--baselines", "fp32", *flags],
+                                    f"aa_diag-{variant}-{name}-{i}",
+                                    cache_dir=str(out_dir() / "aa_diag" / f"cache-{variant}-{name}-{i}"), env=env)
+                t = r.get("timing", {})
                 c = t.get("candidate", {}).get("median_ms")
                 b = t.get("baselines", {}).get("fp32", {}).get("median_ms")
                 rows.append({"problem": name, "variant": variant, "run": i, "candidate_ms": c, "baseline_ms": b,

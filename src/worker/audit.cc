@@ -442,8 +442,10 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
   // the 1% floor once in a full test run; on one thread, 14-18%. The audit asks where the work
   // is done, not how fast.
   SerialIntraOp one_thread;
-  if (sample) one_thread.on();
-  if (sample) arm_timer(true);
+  if (sample) {
+    one_thread.on();
+    arm_timer(true);
+  }
   timed_call(true);
   // Threads the call left behind, watched for 300 ms (only when there are any).
   reply["threads"] = watch_new_threads(before, 300.0);

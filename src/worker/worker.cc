@@ -428,6 +428,11 @@ _ext.load_inline = _guarded
     return json{{"ok", true}, {"seeds", seeds}};
   }
 
+  // Whether a request's draws run on the GPU: its "input_draw" is "device" on a GPU run.
+  bool draws_on_device(const json& request) const {
+    return device == "cuda" && request.value("input_draw", "host") == "device";
+  }
+
   // One get_inputs() draw after torch.manual_seed(seed). `on_device`: torch.rand & co. inside
   // get_inputs() allocate on the GPU (a torch.device("cuda") context): no host draw, no copy.
   py::list draw_inputs(uint64_t seed, bool on_device) {
@@ -452,7 +457,7 @@ _ext.load_inline = _guarded
     double scale = request.value("scale", 1.0);
     py::list raw;
     try {
-      raw = draw_inputs(seed, device == "cuda" && request.value("input_draw", "host") == "device");
+      raw = draw_inputs(seed, draws_on_device(request));
     } catch (py::error_already_set& e) {
       throw python_error("problem_error", "get_inputs() failed", e);
     }
@@ -585,7 +590,7 @@ _ext.load_inline = _guarded
     // reference returning memory it never wrote is likely to hand NaN back.
     // Drawn as the linted protocol draws ("input_draw"): on the GPU for kbv's, where a host draw of
     // a multi-GiB input took seconds, twelve times per problem.
-    const bool on_device = device == "cuda" && request.value("input_draw", "host") == "device";
+    const bool on_device = draws_on_device(request);
     auto run_draw = [&](uint64_t seed, bool describe, const std::vector<at::Tensor>& poison) {
       std::vector<py::object> args;
       py::list raw;
@@ -835,7 +840,7 @@ _ext.load_inline = _guarded
     release_timing();
     const json& seeds = request.at("seeds");
     uint64_t max_bytes = request.value("max_bytes", uint64_t{4} << 30);
-    bool on_device = device == "cuda" && request.value("input_draw", "host") == "device";
+    bool on_device = draws_on_device(request);
     at::Device dev = device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
     json sets_wire = json::array();
     uint64_t input_bytes = 0, output_bytes = 0;
@@ -1172,8 +1177,7 @@ _ext.load_inline = _guarded
       for (const auto& a : request.at("args")) args.push_back(from_wire(a, transfers, device));
     } else {
       try {
-        const bool on_device = device == "cuda" && request.value("input_draw", "host") == "device";
-        for (auto item : draw_inputs(request.at("seed").get<uint64_t>(), on_device))
+        for (auto item : draw_inputs(request.at("seed").get<uint64_t>(), draws_on_device(request)))
           args.push_back(move_to_device(py::reinterpret_borrow<py::object>(item)));
       } catch (py::error_already_set& e) {
         throw python_error("problem_error", "get_inputs() failed", e);
