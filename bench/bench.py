@@ -193,6 +193,8 @@ DIAG_VARIANTS = {
     "default": ([], {}),
     "no_cupti": ([], {"KBV_NO_CUPTI": "1"}),           # no CUPTI in either worker (memory, kernel audit)
     "input_sets": (["--timing-inputs", "sets"], {}),     # no fresh draw served between the samples
+    # torch's allocator maps 2 MiB pieces in both workers: no level from where a large block lands
+    "expandable": ([], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
 }
 
 

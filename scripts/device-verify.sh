@@ -19,6 +19,8 @@
 #   lint-cuda     kbv lint-problems problems --device cuda --jobs 1 (bounded by KBV_LINT_TIMEOUT)
 #   suite-times   bench/suite_times.py (TF32 and FP32 reference times of every problem;
 #                 KBV_SUITE_ARGS, e.g. "--skip REGEX --budget 1")
+#   probe         bench/gpu_probe.py (pure torch: placement, process, launch and drift effects on one
+#                 memory-bound call; KBV_PROBE_ARGS)
 #   aa|aa_diag|repeat|overhead|side_stream|protocol|tf32   bench/bench.py's timing benchmarks (KBV_BENCH_ARGS;
 #                 protocol after aa in one chain takes kbv's timing walls from the A/A records)
 # KBV_STAGE_TIMEOUT (seconds, default 540) bounds each command of a stage. More than 8 files under
@@ -76,7 +78,7 @@ gtest_one_by_one() {  # $1: stage dir, $2: gtest filter of the suite
 stage() {
   local name=$1 dir=$out/$1
   mkdir -p "$dir"
-  if [[ $name != build && ! -x $build/kbv ]]; then stage build || return 1; fi
+  if [[ $name != build && $name != probe && ! -x $build/kbv ]]; then stage build || return 1; fi
   say "stage $name"
   local t0=$SECONDS
   case $name in
@@ -121,6 +123,10 @@ stage() {
     suite-times)
       timeout "$limit" "$python" bench/suite_times.py --json "$dir/suite_times.json" ${KBV_SUITE_ARGS:-} > "$dir/stdout.log" 2>&1
       say "suite_times rc=$?"; tail -5 "$dir/stdout.log" ;;
+    probe)
+      timeout "$limit" "$python" bench/gpu_probe.py --json "$dir/gpu_probe.json" ${KBV_PROBE_ARGS:-} \
+        > "$dir/stdout.log" 2> "$dir/stderr.log"
+      say "gpu_probe rc=$?"; cat "$dir/stderr.log" | tail -12 ;;
     aa|aa_diag|repeat|overhead|side_stream|protocol|tf32)
       local extra=()  # protocol after aa in the same chain: kbv's side from the A/A records
       [[ $name == protocol && -e $out/aa/aa.json ]] && extra=(--from-aa "$out/aa/aa.json")

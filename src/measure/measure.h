@@ -20,6 +20,7 @@ struct Stats {
   int discarded = 0;      // samples thrown away (throttled SM clock)
   double rse = 0;         // relative standard error of the mean: std / sqrt(n) / mean
   double overhead_ms = 0; // the timer's own overhead (an empty interval), not subtracted
+  double host_call_ms = -1; // GPU: median host time from the start event to the call's return (-1: not known)
   nlohmann::json to_json() const;
 };
 

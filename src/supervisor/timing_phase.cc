@@ -81,6 +81,7 @@ Stats stats_of_reply(const json& reply) {
   Stats s = summarize(samples);
   s.discarded = static_cast<int>(reply.value("discarded_ms", json::array()).size());
   s.overhead_ms = reply.value("overhead_ms", 0.0);
+  if (const auto it = reply.find("host_call_ms"); it != reply.end() && it->is_number()) s.host_call_ms = it->get<double>();
   return s;
 }
 

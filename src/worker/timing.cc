@@ -172,6 +172,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     if (c.known) run.expected_mhz = std::max(run.expected_mhz, c.sm_mhz);
   }
 
+  std::vector<double> host_call;
   auto t_begin = Clock::now();
   for (int sample = 0;; ++sample) {
     const int index = config.rule.warmup + sample;
@@ -182,6 +183,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     auto t0 = Clock::now();
     check_cuda(cudaEventRecord(start.e, s), "recording the start event");
     call();
+    host_call.push_back(ms_between(t0, Clock::now()));
     check_cuda(cudaEventRecord(stop.e, s), "recording the stop event");
     check_cuda(cudaDeviceSynchronize(), "synchronising after the call");
     auto t1 = Clock::now();
@@ -217,6 +219,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     run.stop = should_stop(config.rule, run.kept_ms, run.sampling_s);
     if (run.stop != StopReason::none) break;
   }
+  run.host_call_ms = median_of(host_call);
   check_cuda(cudaGetLastError(), "after the samples");
   return run;
 }
@@ -285,6 +288,7 @@ nlohmann::json TimingRun::to_json() const {
           {"throttled_kept", throttled_kept},
           {"flush_bytes", flush_bytes},
           {"sampling_s", sampling_s},
+          {"host_call_ms", host_call_ms},
           {"stop", stop_reason_name(stop)}};
 }
 

@@ -39,6 +39,10 @@ struct TimingRun {
   int throttled_kept = 0;             // throttled samples kept after max_discards
   uint64_t flush_bytes = 0;
   double sampling_s = 0;              // wall time of the sampling phase
+  // GPU: median host time from the start event's record to the call's return. The device waits
+  // for the first launch, so this much of the interval can be the host's (-1 on the CPU, where
+  // the whole interval is).
+  double host_call_ms = -1;
   StopReason stop = StopReason::none;
   nlohmann::json to_json() const;
 };

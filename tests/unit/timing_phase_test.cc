@@ -46,6 +46,11 @@ TEST(TimingPhase, StatsFromRawReply) {
   EXPECT_DOUBLE_EQ(s.median_ms, 2.0);
   EXPECT_DOUBLE_EQ(s.overhead_ms, 0.004);
   EXPECT_EQ(stats_of_reply(json{{"samples_ms", {"x", 2.0}}}).samples, 1) << "non-numbers are ignored";
+  EXPECT_FALSE(s.to_json().contains("host_call_ms")) << "a reply without it (the CPU, an old cache) states none";
+  reply["host_call_ms"] = 0.031;
+  EXPECT_DOUBLE_EQ(stats_of_reply(reply).to_json().at("host_call_ms").get<double>(), 0.031);
+  reply["host_call_ms"] = -1;
+  EXPECT_FALSE(stats_of_reply(reply).to_json().contains("host_call_ms")) << "the CPU's -1 is not a time";
 }
 
 TEST(TimingPhase, SummaryLine) {
