@@ -16,6 +16,8 @@ fixed output) on several input placements, with an L2 flush before every sample,
   peer        a second process idle with `--peer-gib` GiB allocated (as the reference worker is
               while the candidate is timed)
   expandable  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the allocator maps 2 MiB pieces)
+  fragmented  the buffers placed after `--fragment-gib` 1 GiB pieces were taken and every other one
+              given back (holes in device memory, as in a worker after its checks)
 
 Writes one JSON (`--json`) and prints a short summary.
 """
@@ -40,6 +42,14 @@ def child(args):
     props = torch.cuda.get_device_properties(dev)
     flush = torch.empty(max(2 * props.L2_cache_size, 32 << 20), dtype=torch.uint8, device=dev)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    kept = []  # the pieces that stay allocated around the holes
+    if args.fragment_gib:
+        # Device memory with holes before the buffers are placed: 1 GiB pieces, every other one
+        # given back to the driver (as a worker's memory looks after its checks and memory phase).
+        pieces = [torch.empty(1 << 30, dtype=torch.uint8, device=dev) for _ in range(args.fragment_gib)]
+        kept = pieces[::2]
+        del pieces
+        torch.cuda.empty_cache()
     pairs = []
     for _ in range(args.pairs):
         x = torch.rand(args.numel, device=dev)
@@ -110,7 +120,7 @@ def gpu_state():
         return f"nvidia-smi: {e}"
 
 
-def run_child(args, env_extra=None, peer_gib=0):
+def run_child(args, env_extra=None, peer_gib=0, fragment_gib=0):
     env = dict(os.environ)
     env.update(env_extra or {})
     peer = None
@@ -121,7 +131,7 @@ def run_child(args, env_extra=None, peer_gib=0):
         peer.stdout.readline()
     cmd = [sys.executable, __file__, "--child", "--numel", str(args.numel), "--pairs", str(args.pairs), "--samples",
            str(args.samples), "--rounds", str(args.rounds), "--drift", str(args.drift), "--prequeue-us",
-           str(args.prequeue_us)]
+           str(args.prequeue_us), "--fragment-gib", str(fragment_gib)]
     before = gpu_state()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     after = gpu_state()
@@ -180,7 +190,9 @@ def main():
     ap.add_argument("--prequeue-us", type=float, default=300.0)
     ap.add_argument("--processes", type=int, default=3, help="processes per configuration")
     ap.add_argument("--peer-gib", type=int, default=30)
-    ap.add_argument("--configs", default="solo,peer,expandable")
+    ap.add_argument("--fragment-gib", type=int, default=40,
+                    help="the fragmented configuration's 1 GiB pieces (a child: 0 for none)")
+    ap.add_argument("--configs", default="solo,peer,expandable,fragmented")
     ap.add_argument("--json", default="gpu_probe.json")
     args = ap.parse_args()
     if args.child:
@@ -195,10 +207,12 @@ def main():
                 r = run_child(args)
             elif name == "peer":
                 r = run_child(args, peer_gib=args.peer_gib)
+            elif name == "fragmented":
+                r = run_child(args, fragment_gib=args.fragment_gib)
             elif name == "expandable":
                 r = run_child(args, {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
             else:
-                sys.exit(f"gpu_probe: unknown configuration '{name}' (solo, peer, expandable)")
+                sys.exit(f"gpu_probe: unknown configuration '{name}' (solo, peer, expandable, fragmented)")
             r["wall_s"] = time.monotonic() - t0
             runs.append(r)
             lv = level(r)
