@@ -336,6 +336,13 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
                    ReferenceHost& reference, const BuildResult* prebuilt) {
   auto t0 = Clock::now();
   json record = base_record(pair, options, env);
+  // Wall seconds of each phase reached (where an evaluation's time goes); they add up to "seconds".
+  auto t_phase = t0;
+  auto phase_done = [&](const char* name) {
+    auto now = Clock::now();
+    record["phase_seconds"][name] = std::chrono::duration<double>(now - t_phase).count();
+    t_phase = now;
+  };
   SolutionSource solution = load_solution(pair.solution_path);
   if (!solution.ok) {
     set_verdict(record, "compile_error", solution.error);
@@ -349,6 +356,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   LintReport lint =
       lint_candidate(solution, pair.solution_path, options.protocol.policy, options.protocol.precision);
   record["findings"] = lint.findings_json();
+  phase_done("lint");
   if (lint.rejected()) {
     set_verdict(record, "rejected", lint.rejection_message());
     record["metadata"]["correctness_issue"] = record["message"];
@@ -359,6 +367,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   // 1. Build, in its own process, into the content-addressed cache.
   BuildResult built = prebuilt ? *prebuilt : build_candidate(solution, pair.solution_path, options, env);
   record["build"] = {{"seconds", built.seconds}, {"cached", built.cached}};
+  phase_done("build");
   if (!built.ok && built.kind != "missing_model_new") {
     if (built.kind == "interrupted") {
       set_verdict(record, "interrupted", built.message);
@@ -426,6 +435,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
                         {"seed", options.protocol.construction_seed}},
                        ms(options.timeouts.load_s + options.timeouts.build_s));
   ext_lock.reset();
+  phase_done("load");
   if (r.status != Reply::Status::ok) {
     fail_from(r, "");
     if (record["verdict"] == "timeout") record["message"] = "constructing ModelNew: " + r.detail;
@@ -526,6 +536,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   if (!reference_error.is_null()) record["reference_error"] = reference_error;
   record["metadata"]["correctness_trials"] = fmt::format("({} / {})", passed, total);
   record["seconds"] = since(t0);
+  phase_done("checks");
   if (stopped) return record;
   // 5. Runtime audits (docs/POLICY.md) once every check passed: what ran, threads, aliasing,
   // determinism on fresh poisoned buffers, same storage with new values.
@@ -538,13 +549,17 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
     if (!audit.compute.is_null()) record["compute"] = audit.compute;
     for (const auto& f : audit.findings) record["findings"].push_back(f);
     record["seconds"] = since(t0);
+    phase_done("audit");
     if (audit.candidate_failure) {
       fail_from(*audit.candidate_failure, audit.failure_context);
       return record;
     }
   }
   // 5b. Memory and kernel attribution of untimed calls (docs/MEMORY.md), once every check passed.
-  if (!has_reject(record) && passed == total && total > 0) measure_phase(record, *cand, *ref, options, seeds.next());
+  if (!has_reject(record) && passed == total && total > 0) {
+    measure_phase(record, *cand, *ref, options, seeds.next());
+    phase_done("memory");
+  }
   if (has_reject(record)) {
     set_verdict(record, "rejected", first_reject(record)["message"]);
     record["metadata"]["correctness_issue"] = record["message"];
@@ -557,8 +572,9 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   // 6. Timing (src/supervisor/timing_phase.h): only a correct candidate is timed.
   if (record["verdict"] == "correct" && p.timing.enabled) {
     timing_phase(record, pair, options, env, *ref, *cand);
-    record["seconds"] = since(t0);
+    phase_done("timing");
   }
+  record["seconds"] = since(t0);  // the memory phase's too when nothing is timed
   return record;
 }
 

@@ -2,6 +2,7 @@
 // clock); GPU tests skip visibly without a GPU and are for the lead to run on the H200.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -83,6 +84,20 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   for (const char* k : {"mean", "std", "min", "max", "num_trials", "hardware", "device", "median"})
     EXPECT_TRUE(r["runtime_stats"].contains(k)) << k;
   EXPECT_EQ(r["protocol"]["timing"]["rule"]["time_cap_s"], 0.3);
+  // Where the evaluation's time went: every phase it reached, in order, adding up to its seconds.
+  const json& ph = r["phase_seconds"];
+  std::vector<std::string> names;
+  double sum = 0;
+  for (auto it = ph.begin(); it != ph.end(); ++it) {
+    names.push_back(it.key());
+    EXPECT_GE(it.value().get<double>(), 0.0) << it.key();
+    sum += it.value().get<double>();
+  }
+  std::sort(names.begin(), names.end());  // nlohmann's object keeps its keys sorted
+  EXPECT_EQ(names, (std::vector<std::string>{"audit", "build", "checks", "lint", "load", "memory", "timing"}))
+      << ph.dump();
+  EXPECT_NEAR(sum, r["seconds"].get<double>(), 0.05) << ph.dump() << " against " << r["seconds"];
+  EXPECT_GT(ph["timing"].get<double>(), 0.3) << "the time cap alone is 0.3 s of the candidate's sampling";
   EXPECT_NE(o.output.find("speedup"), std::string::npos) << "the summary line shows the speedups: " << o.output;
 }
 
