@@ -52,6 +52,7 @@ struct ClockReading {
   bool known = false;
   double sm_mhz = 0;
   uint64_t reasons = 0;  // NVML clocks-event (throttle) reason bits
+  double mem_mhz = 0;    // the memory clock (0: not read)
 };
 // NVML reason bits that mean the clock was pulled down by heat or a hardware brake.
 inline constexpr uint64_t kThrottleHwBits = 0x8 | 0x20 | 0x40 | 0x80;

@@ -488,6 +488,9 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                      {"expected_sm_mhz", cr.value("expected_mhz", 0.0)},
                      {"sm_mhz_min", cr.value("sm_mhz_min", 0.0)},
                      {"sm_mhz_max", cr.value("sm_mhz_max", 0.0)},
+                     {"mem_mhz_min", cr.value("mem_mhz_min", 0.0)},
+                     {"mem_mhz_max", cr.value("mem_mhz_max", 0.0)},
+                     {"reasons_seen", cr.value("clock_reasons_seen", uint64_t{0})},
                      {"throttled_kept", cr.value("throttled_kept", 0)}};
   timing["flush_bytes"] = cr.value("flush_bytes", uint64_t{0});
   timing["sync_overhead_ms"] = cr.value("sync_overhead_ms", 0.0);

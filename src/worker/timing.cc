@@ -87,6 +87,8 @@ struct Nvml {
     if (clock(device, /*NVML_CLOCK_SM*/ 1, &mhz) != 0) return r;
     r.known = true;
     r.sm_mhz = mhz;
+    unsigned mem = 0;
+    if (clock(device, /*NVML_CLOCK_MEM*/ 2, &mem) == 0) r.mem_mhz = mem;
     unsigned long long bits = 0;
     if (reasons && reasons(device, &bits) == 0) r.reasons = bits;
     return r;
@@ -203,6 +205,11 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
       if (c->known) {
         run.sm_mhz_min = run.sm_mhz_min == 0 ? c->sm_mhz : std::min(run.sm_mhz_min, c->sm_mhz);
         run.sm_mhz_max = std::max(run.sm_mhz_max, c->sm_mhz);
+        if (c->mem_mhz > 0) {
+          run.mem_mhz_min = run.mem_mhz_min == 0 ? c->mem_mhz : std::min(run.mem_mhz_min, c->mem_mhz);
+          run.mem_mhz_max = std::max(run.mem_mhz_max, c->mem_mhz);
+        }
+        run.reasons_seen |= c->reasons;
       }
     if (throttled(before, after_clock, run.expected_mhz, kClockDropTolerance)) {
       if (static_cast<int>(run.discarded_ms.size()) < config.rule.max_discards) {
@@ -284,6 +291,9 @@ nlohmann::json TimingRun::to_json() const {
           {"expected_mhz", expected_mhz},
           {"sm_mhz_min", sm_mhz_min},
           {"sm_mhz_max", sm_mhz_max},
+          {"mem_mhz_min", mem_mhz_min},
+          {"mem_mhz_max", mem_mhz_max},
+          {"clock_reasons_seen", reasons_seen},
           {"clock_source", clock_source},
           {"throttled_kept", throttled_kept},
           {"flush_bytes", flush_bytes},

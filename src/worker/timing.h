@@ -35,6 +35,8 @@ struct TimingRun {
   double host_spread_ms = 0;          // q90 - q50 of the empty host intervals
   double expected_mhz = 0;            // highest SM clock seen during the warm-up
   double sm_mhz_min = 0, sm_mhz_max = 0;  // SM clock range seen around the samples
+  double mem_mhz_min = 0, mem_mhz_max = 0;  // memory clock range seen around the samples
+  uint64_t reasons_seen = 0;          // every NVML clocks-event reason bit seen around the samples
   std::string clock_source = "none";  // "nvml" or "none"
   int throttled_kept = 0;             // throttled samples kept after max_discards
   uint64_t flush_bytes = 0;
