@@ -12,6 +12,10 @@ fixed output) on several input placements, with an L2 flush before every sample,
   process     the same measurement in several processes: is there a level per process?
   prequeue    torch.cuda._sleep before the start event, so the host's launch latency is hidden:
               how much of the interval is the host's?
+  evict/warm  before each sample's L2 flush, a read of another 6 GiB buffer (the call's address
+              translations evicted, as after the candidate's copy from the shared buffer) or a write
+              of the call's own output (kept warm, as the baseline's in-process draw may leave it):
+              does the TLB state, which no L2 flush resets, move the time?
   drift       `--drift` consecutive samples on one pair, in chunks: does the level move in time?
   peer        a second process idle with `--peer-gib` GiB allocated (as the reference worker is
               while the candidate is timed)
@@ -62,7 +66,9 @@ def child(args):
     torch.cuda.synchronize()
     sleep_cycles = int(args.prequeue_us * 2_000_000 / (start.elapsed_time(stop) * 1e3))
 
-    def sample(fn, k, prequeue):
+    def sample(fn, k, prequeue, prep=None):
+        if prep:
+            prep()
         flush.fill_(k & 0xFF)
         torch.cuda.synchronize()
         if prequeue:
@@ -81,25 +87,35 @@ def child(args):
         "gelu_alloc": lambda x, y: (lambda: torch.nn.functional.gelu(x)),
         "mul_fixed": lambda x, y: (lambda: torch.mul(x, 1.5, out=y)),
     }
+    # What runs before the L2 flush of every sample. The flush evicts the L2, not the address
+    # translations: `evict` reads another pair's input (6 GiB of other pages, as the candidate's
+    # copy from the reference's shared buffer does), `warm` writes the call's own output buffer
+    # (as the baseline's in-process draw leaves its block warm for the output that reuses it).
+    other = {p: pairs[(p + 1) % len(pairs)][0] for p in range(len(pairs))}
+    variants = [("gelu_alloc", "none", False), ("gelu_alloc", "none", True), ("gelu_alloc", "evict", False),
+                ("mul_fixed", "none", False), ("mul_fixed", "none", True), ("mul_fixed", "evict", False),
+                ("mul_fixed", "warm", False)]
     rows, k = [], 0
     for rnd in range(args.rounds):
         for p, (x, y) in enumerate(pairs):
-            for name, make in calls.items():
-                fn = make(x, y)
-                for prequeue in (False, True):
-                    for _ in range(3):  # warm-up
-                        sample(fn, k, prequeue)
-                        k += 1
-                    ev, hc, host = [], [], []
-                    for _ in range(args.samples):
-                        e, c, h = sample(fn, k, prequeue)
-                        k += 1
-                        ev.append(e)
-                        hc.append(c)
-                        host.append(h)
-                    rows.append({"round": rnd, "pair": p, "call": name, "prequeue": prequeue,
-                                 "events_ms": quantiles(ev), "host_call_ms": statistics.median(hc),
-                                 "host_ms": statistics.median(host)})
+            for name, prep_name, prequeue in variants:
+                if prep_name == "evict" and len(pairs) < 2:
+                    continue
+                fn = calls[name](x, y)
+                prep = {"none": None, "evict": lambda o=other[p]: o.sum(), "warm": lambda y=y: y.fill_(0.0)}[prep_name]
+                for _ in range(3):  # warm-up
+                    sample(fn, k, prequeue, prep)
+                    k += 1
+                ev, hc, host = [], [], []
+                for _ in range(args.samples):
+                    e, c, h = sample(fn, k, prequeue, prep)
+                    k += 1
+                    ev.append(e)
+                    hc.append(c)
+                    host.append(h)
+                rows.append({"round": rnd, "pair": p, "call": name, "prep": prep_name, "prequeue": prequeue,
+                             "events_ms": quantiles(ev), "host_call_ms": statistics.median(hc),
+                             "host_ms": statistics.median(host)})
     drift = []
     if args.drift:
         fn = calls["gelu_alloc"](*pairs[0])
@@ -145,11 +161,15 @@ def run_child(args, env_extra=None, peer_gib=0, fragment_gib=0):
     return out
 
 
-def level(result, call="gelu_alloc", prequeue=False):
-    """Per pair, the median over rounds of the events median."""
+def variant_key(row):
+    return f"{row['call']}/{row.get('prep', 'none')}{'+prequeue' if row['prequeue'] else ''}"
+
+
+def level(result, key="gelu_alloc/none"):
+    """Per pair, the median over rounds of the events median of one variant."""
     per = {}
     for r in result.get("rows", []):
-        if r["call"] == call and r["prequeue"] == prequeue:
+        if variant_key(r) == key:
             per.setdefault(r["pair"], []).append(r["events_ms"]["median"])
     return [statistics.median(v) for _, v in sorted(per.items())]
 
@@ -158,22 +178,23 @@ def summarise(configs):
     s = {}
     for name, runs in configs.items():
         entry = {}
-        for call in ("gelu_alloc", "mul_fixed"):
-            for pq in (False, True):
-                levels = [level(r, call, pq) for r in runs if "rows" in r]
-                if not levels:
-                    continue
-                flat = [x for lv in levels for x in lv]
-                within = max((max(lv) - min(lv)) / min(lv) for lv in levels if lv)
-                procs = [statistics.median(lv) for lv in levels if lv]
-                entry[f"{call}{'+prequeue' if pq else ''}"] = {
-                    "per_process_pair_medians_ms": [[round(x, 4) for x in lv] for lv in levels],
-                    "spread_within_process": within,
-                    "spread_between_processes": (max(procs) - min(procs)) / min(procs),
-                    "min_ms": min(flat)}
+        keys = sorted({variant_key(r2) for r in runs if "rows" in r for r2 in r["rows"]})
+        for key in keys:
+            levels = [lv for lv in (level(r, key) for r in runs if "rows" in r) if lv]
+            if not levels:
+                continue
+            flat = [x for lv in levels for x in lv]
+            procs = [statistics.median(lv) for lv in levels]
+            entry[key] = {
+                "per_process_pair_medians_ms": [[round(x, 4) for x in lv] for lv in levels],
+                "spread_within_process": max((max(lv) - min(lv)) / min(lv) for lv in levels),
+                "spread_between_processes": (max(procs) - min(procs)) / min(procs),
+                "median_ms": statistics.median(flat),
+                "min_ms": min(flat)}
         hc = [r2["host_call_ms"] for r in runs if "rows" in r for r2 in r["rows"] if not r2["prequeue"]]
         entry["host_call_median_ms"] = statistics.median(hc) if hc else None
         entry["drift_medians_ms"] = [[round(x, 4) for x in r.get("drift_medians_ms", [])] for r in runs]
+        entry["gpu_before_after"] = [[r.get("gpu_before"), r.get("gpu_after")] for r in runs]
         entry["errors"] = [r["error"] for r in runs if "error" in r]
         s[name] = entry
     return s
