@@ -195,6 +195,8 @@ DIAG_VARIANTS = {
     "input_sets": (["--timing-inputs", "sets"], {}),     # no fresh draw served between the samples
     # torch's allocator maps 2 MiB pieces in both workers: no level from where a large block lands
     "expandable": ([], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+    # the address translations flushed with the L2 before every sample, candidate and baseline alike
+    "tlb_flush": ([], {"KBV_TLB_FLUSH": "1"}),
 }
 
 

@@ -45,6 +45,7 @@ struct TimingRun {
   // for the first launch, so this much of the interval can be the host's (-1 on the CPU, where
   // the whole interval is).
   double host_call_ms = -1;
+  std::string tlb_flush = "off";      // KBV_TLB_FLUSH (experimental): "N pages", or why unavailable
   StopReason stop = StopReason::none;
   nlohmann::json to_json() const;
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -391,6 +392,27 @@ TEST(TimingGpu, HonestRecordUsesEventsAndClock) {
   EXPECT_GT(t["speed_of_light"].get<double>(), 0.0);
   EXPECT_LE(t["speed_of_light"].get<double>(), 1.0);
   EXPECT_EQ(t["spot_checks"]["failed"].get<int>(), 0);
+  // The diagnostics of the candidate-vs-baseline gap (docs/TIMING.md): the host's share of the
+  // interval, the memory clock, and no translation flush unless asked for.
+  const double host_call = t["candidate"]["host_call_ms"].get<double>();
+  EXPECT_GT(host_call, 0.0);
+  EXPECT_LT(host_call, t["candidate"]["max_ms"].get<double>() + 1.0) << "the host's launch, not the interval";
+  EXPECT_GT(t["clock"]["mem_mhz_max"].get<double>(), 0.0) << t["clock"].dump();
+  EXPECT_FALSE(t.contains("tlb_flush")) << t.dump(1);
+}
+
+TEST(TimingGpu, TranslationFlushMapsItsPages) {
+  if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: the translation flush maps device memory";
+  ::setenv("KBV_TLB_FLUSH", "1", 1);
+  Outcome o = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda");
+  ::unsetenv("KBV_TLB_FLUSH");
+  ASSERT_EQ(o.record["verdict"], "correct") << o.output;
+  const json& t = o.record["timing"];
+  ASSERT_TRUE(t.contains("tlb_flush")) << t.dump(1);
+  const std::string flush = t["tlb_flush"].get<std::string>();
+  ASSERT_NE(flush.find(" pages"), std::string::npos) << "the flush could not be set up: " << flush;
+  EXPECT_GE(std::stoll(flush), 1024) << flush;
+  EXPECT_GT(t["candidate"]["median_ms"].get<double>(), 0.0);
 }
 
 }  // namespace
