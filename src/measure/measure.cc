@@ -7,9 +7,10 @@
 namespace kbv {
 
 nlohmann::json Stats::to_json() const {
-  nlohmann::json j = {{"median_ms", median_ms}, {"mean_ms", mean_ms}, {"std_ms", std_ms},   {"min_ms", min_ms},
-          {"max_ms", max_ms},       {"iqr_ms", iqr_ms},   {"samples", samples}, {"discarded", discarded},
-          {"rse", rse},             {"overhead_ms", overhead_ms}};
+  nlohmann::json j = {{"median_ms", median_ms}, {"mean_ms", mean_ms}, {"std_ms", std_ms},
+                      {"min_ms", min_ms},       {"max_ms", max_ms},   {"iqr_ms", iqr_ms},
+                      {"samples", samples},     {"discarded", discarded}, {"rse", rse},
+                      {"overhead_ms", overhead_ms}};
   if (host_call_ms >= 0) j["host_call_ms"] = host_call_ms;
   return j;
 }
