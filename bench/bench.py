@@ -202,13 +202,18 @@ DIAG_VARIANTS = {
 
 def aa_diag(args):
     names = args.problems_list.split(",") if args.problems_list else DIAG_PROBLEMS
+    variants = args.variants.split(",") if args.variants else list(DIAG_VARIANTS)
+    unknown = [v for v in variants if v not in DIAG_VARIANTS]
+    if unknown:
+        sys.exit(f"bench: unknown aa_diag variant(s) {', '.join(unknown)} (known: {', '.join(DIAG_VARIANTS)})")
     rows = []
     for name in names:
         prob = problem_path(name, args.problems)
         sol = out_dir() / "aa_diag" / f"{name}.py"
         sol.parent.mkdir(parents=True, exist_ok=True)
         sol.write_text(prob.read_text() + WRAPPER)
-        for variant, (flags, env) in DIAG_VARIANTS.items():
+        for variant in variants:
+            flags, env = DIAG_VARIANTS[variant]
             for i in range(2):
                 r, wall = eval_json(args, str(prob), str(sol),
                                     [*REFERENCE_AS_CANDIDATE, "--trials", "1", "--baselines", "fp32", *flags],
@@ -220,11 +225,17 @@ def aa_diag(args):
                 rows.append({"problem": name, "variant": variant, "run": i, "candidate_ms": c, "baseline_ms": b,
                              "candidate_over_baseline": c / b if c and b else None,
                              "candidate_iqr_ms": t.get("candidate", {}).get("iqr_ms"),
-                             "baseline_iqr_ms": t.get("baselines", {}).get("fp32", {}).get("iqr_ms"), "wall_s": wall})
+                             "baseline_iqr_ms": t.get("baselines", {}).get("fp32", {}).get("iqr_ms"),
+                             "candidate_min_ms": t.get("candidate", {}).get("min_ms"),
+                             "baseline_min_ms": t.get("baselines", {}).get("fp32", {}).get("min_ms"),
+                             "candidate_host_call_ms": t.get("candidate", {}).get("host_call_ms"),
+                             "baseline_host_call_ms": t.get("baselines", {}).get("fp32", {}).get("host_call_ms"),
+                             "tlb_flush": t.get("tlb_flush"), "clock": t.get("clock"),
+                             "phase_seconds": r.get("phase_seconds"), "wall_s": wall})
                 print(f"aa_diag: {name} {variant} {i}: candidate/baseline {rows[-1]['candidate_over_baseline']}",
                       file=sys.stderr, flush=True)
     summary = {}
-    for variant in DIAG_VARIANTS:
+    for variant in variants:
         r = [x["candidate_over_baseline"] for x in rows if x["variant"] == variant and x["candidate_over_baseline"]]
         summary[variant] = {"median_ratio": statistics.median(r) if r else None, "max_ratio": max(r, default=None)}
     write("aa_diag", {"summary": summary, "rows": rows})
@@ -388,6 +399,8 @@ def main():
     ap.add_argument("--problems", default=str(ROOT / "problems"), help="dataset root")
     ap.add_argument("--problems-list", help="comma-separated problem names (default: the 24 A/A problems)")
     ap.add_argument("--repeats", type=int, default=4, help="A/A: evaluations per problem")
+    ap.add_argument("--variants", help="aa_diag: comma-separated variants (default: all of " +
+                    ",".join(DIAG_VARIANTS) + ")")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--time-cap", type=float, help="kbv --time-cap")
     ap.add_argument("--cache-dir", default=str(out_dir() / "cache"), help="kbv cache (baselines, builds)")
