@@ -54,7 +54,13 @@ if [[ ${1:-} == wait ]]; then
     n=$({ wc -l < "$vdir/driver.log"; } 2>/dev/null || echo 0)
     ((n > seen)) && sed -n "$((seen + 1)),${n}p" "$vdir/driver.log" && seen=$n
     [[ -e $vdir/done ]] && { echo "device-verify: all stages done"; break; }
-    ((SECONDS < end)) || { echo "device-verify: still running"; break; }
+    if ((SECONDS >= end)); then
+      # Where the running stage is: the last lines of the log written most recently.
+      latest=$(find "$vdir/out" -name '*.log' -newer "$vdir/driver.log" -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2-)
+      [[ -n $latest ]] && { echo "device-verify: ${latest#$vdir/out/}:"; tail -3 "$latest"; }
+      echo "device-verify: still running"
+      break
+    fi
     sleep 3
   done
   mkdir -p "$out" && tar czf "$out/all.tgz" -C "$vdir" . 2>/dev/null
