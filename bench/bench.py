@@ -220,18 +220,15 @@ def aa_diag(args):
                                     f"aa_diag-{variant}-{name}-{i}",
                                     cache_dir=str(out_dir() / "aa_diag" / f"cache-{variant}-{name}-{i}"), env=env)
                 t = r.get("timing", {})
-                c = t.get("candidate", {}).get("median_ms")
-                b = t.get("baselines", {}).get("fp32", {}).get("median_ms")
-                rows.append({"problem": name, "variant": variant, "run": i, "candidate_ms": c, "baseline_ms": b,
-                             "candidate_over_baseline": c / b if c and b else None,
-                             "candidate_iqr_ms": t.get("candidate", {}).get("iqr_ms"),
-                             "baseline_iqr_ms": t.get("baselines", {}).get("fp32", {}).get("iqr_ms"),
-                             "candidate_min_ms": t.get("candidate", {}).get("min_ms"),
-                             "baseline_min_ms": t.get("baselines", {}).get("fp32", {}).get("min_ms"),
-                             "candidate_host_call_ms": t.get("candidate", {}).get("host_call_ms"),
-                             "baseline_host_call_ms": t.get("baselines", {}).get("fp32", {}).get("host_call_ms"),
-                             "tlb_flush": t.get("tlb_flush"), "clock": t.get("clock"),
-                             "phase_seconds": r.get("phase_seconds"), "wall_s": wall})
+                cand, base = t.get("candidate", {}), t.get("baselines", {}).get("fp32", {})
+                c, b = cand.get("median_ms"), base.get("median_ms")
+                row = {"problem": name, "variant": variant, "run": i, "candidate_ms": c, "baseline_ms": b,
+                       "candidate_over_baseline": c / b if c and b else None}
+                for key in ("iqr_ms", "min_ms", "host_call_ms"):
+                    row[f"candidate_{key}"], row[f"baseline_{key}"] = cand.get(key), base.get(key)
+                row.update({"tlb_flush": t.get("tlb_flush"), "clock": t.get("clock"),
+                            "phase_seconds": r.get("phase_seconds"), "wall_s": wall})
+                rows.append(row)
                 print(f"aa_diag: {name} {variant} {i}: candidate/baseline {rows[-1]['candidate_over_baseline']}",
                       file=sys.stderr, flush=True)
     summary = {}

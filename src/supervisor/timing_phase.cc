@@ -493,7 +493,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                      {"reasons_seen", cr.value("clock_reasons_seen", uint64_t{0})},
                      {"throttled_kept", cr.value("throttled_kept", 0)}};
   timing["flush_bytes"] = cr.value("flush_bytes", uint64_t{0});
-  if (cr.value("tlb_flush", "off") != "off") timing["tlb_flush"] = cr.value("tlb_flush", "");
+  if (const std::string tlb = cr.value("tlb_flush", "off"); tlb != "off") timing["tlb_flush"] = tlb;
   timing["sync_overhead_ms"] = cr.value("sync_overhead_ms", 0.0);
   record["timing"] = timing;
   if (cs.samples > 0) {
