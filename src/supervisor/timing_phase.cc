@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <set>
@@ -91,8 +92,12 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.baselines.clear();  // which baselines a run asks for does not change one baseline's time
   t.spot_per_output = 0;
   t.spot_max_calls = 0;
-  return sha256_hex_parts({"kbv-baseline-1", problem_text, env.device, env.device_name, env.torch_version,
-                           env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode});
+  std::vector<std::string> parts = {"kbv-baseline-1", problem_text, env.device, env.device_name, env.torch_version,
+                                     env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode};
+  // The experimental launch hold changes what a sample measures: a baseline timed with it is
+  // another baseline (keys without it are unchanged).
+  if (const char* pq = std::getenv("KBV_PREQUEUE_US"); pq && *pq) parts.push_back(std::string("prequeue=") + pq);
+  return sha256_hex_parts(parts);
 }
 
 std::optional<json> load_baseline(const EvalOptions& options, const std::string& key) {
@@ -493,7 +498,10 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                      {"reasons_seen", cr.value("clock_reasons_seen", uint64_t{0})},
                      {"throttled_kept", cr.value("throttled_kept", 0)}};
   timing["flush_bytes"] = cr.value("flush_bytes", uint64_t{0});
-  if (const std::string tlb = cr.value("tlb_flush", "off"); tlb != "off") timing["tlb_flush"] = tlb;
+  if (const std::string pq = cr.value("prequeue", "off"); pq != "off")
+    timing["prequeue"] = {{"state", pq},
+                          {"held_ms", cr.value("prequeue_held_ms", 0.0)},
+                          {"late", cr.value("prequeue_late", 0)}};
   timing["sync_overhead_ms"] = cr.value("sync_overhead_ms", 0.0);
   record["timing"] = timing;
   if (cs.samples > 0) {

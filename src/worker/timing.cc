@@ -8,14 +8,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #ifdef KBV_WITH_CUDA
+#include <ATen/cuda/Sleep.h>
 #include <c10/cuda/CUDAStream.h>
-#include <cuda.h>
 #include <cuda_runtime.h>
 #endif
 
@@ -118,104 +117,31 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-// Address-translation (TLB) flush, experimental, KBV_TLB_FLUSH=1 (docs/TIMING.md): the L2 flush
-// evicts cache lines but not the GPU's address translations, so a buffer touched just before the
-// interval (the baseline's in-process draw, whose block the output may reuse) starts warm. One
-// small physical chunk is mapped over and over across a large virtual range; touching one word per
-// page of that range (one cudaMemset2DAsync, a row per page) replaces the cached translations at
-// the cost of a few microseconds and no memory.
-class TranslationFlush {
- public:
-  explicit TranslationFlush(uint64_t va_bytes) {
-    // The driver API through the runtime's entry points: linking libcuda would make the worker
-    // unloadable on machines without a GPU driver.
-    if (!load("cuGetErrorString", get_error_) || !load("cuMemGetAllocationGranularity", granularity_fn_) ||
-        !load("cuMemCreate", create_) || !load("cuMemAddressReserve", reserve_) || !load("cuMemMap", map_) ||
-        !load("cuMemSetAccess", access_) || !load("cuMemUnmap", unmap_) || !load("cuMemAddressFree", free_) ||
-        !load("cuMemRelease", release_))
-      return;
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) {
-      error_ = "no current device";
-      return;
-    }
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev;
-    size_t granularity = 0;
-    if (!ok(granularity_fn_(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity")) return;
-    page_ = granularity;
-    chunk_ = std::max<uint64_t>(granularity, 64ull << 20) / granularity * granularity;
-    const uint64_t slots = std::max<uint64_t>(1, va_bytes / chunk_);
-    if (!ok(create_(&handle_, chunk_, &prop, 0), "cuMemCreate")) return;
-    created_ = true;
-    if (!ok(reserve_(&va_, slots * chunk_, granularity, 0, 0), "cuMemAddressReserve")) return;
-    reserved_ = slots * chunk_;
-    CUmemAccessDesc access{};
-    access.location = prop.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    for (uint64_t i = 0; i < slots; ++i) {
-      if (!ok(map_(va_ + i * chunk_, chunk_, 0, handle_, 0), "cuMemMap")) return;
-      ++mapped_;
-      if (!ok(access_(va_ + i * chunk_, chunk_, &access, 1), "cuMemSetAccess")) return;
-    }
-  }
-  ~TranslationFlush() {
-    for (uint64_t i = 0; i < mapped_; ++i) unmap_(va_ + i * chunk_, chunk_);
-    if (reserved_) free_(va_, reserved_);
-    if (created_) release_(handle_);
-  }
-  TranslationFlush(const TranslationFlush&) = delete;
-  TranslationFlush& operator=(const TranslationFlush&) = delete;
-  bool ready() const { return error_.empty() && mapped_ > 0; }
-  const std::string& error() const { return error_; }
-  uint64_t pages() const { return page_ ? mapped_ * chunk_ / page_ : 0; }
-  void run(cudaStream_t s, int k) const {
-    check_cuda(cudaMemset2DAsync(reinterpret_cast<void*>(va_), page_, k & 0xff, 4, pages(), s),
-               "flushing the address translations");
-  }
-
- private:
-  template <class F>
-  bool load(const char* name, F*& fn) {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess || p == nullptr) {
-      (void)cudaGetLastError();
-      error_ = fmt::format("the driver has no {}", name);
-      return false;
-    }
-    fn = reinterpret_cast<F*>(p);
-    return true;
-  }
-  bool ok(CUresult r, const char* what) {
-    if (r == CUDA_SUCCESS) return true;
-    const char* text = nullptr;
-    get_error_(r, &text);
-    error_ = fmt::format("{}: {}", what, text ? text : "unknown error");
-    return false;
-  }
-  decltype(::cuGetErrorString)* get_error_ = nullptr;
-  decltype(::cuMemGetAllocationGranularity)* granularity_fn_ = nullptr;
-  decltype(::cuMemCreate)* create_ = nullptr;
-  decltype(::cuMemAddressReserve)* reserve_ = nullptr;
-  decltype(::cuMemMap)* map_ = nullptr;
-  decltype(::cuMemSetAccess)* access_ = nullptr;
-  decltype(::cuMemUnmap)* unmap_ = nullptr;
-  decltype(::cuMemAddressFree)* free_ = nullptr;
-  decltype(::cuMemRelease)* release_ = nullptr;
-  CUmemGenericAllocationHandle handle_ = 0;
-  CUdeviceptr va_ = 0;
-  uint64_t page_ = 0, chunk_ = 0, reserved_ = 0, mapped_ = 0;
-  bool created_ = false;
-  std::string error_;
+// The launch queued ahead (experimental, KBV_PREQUEUE_US=N, docs/TIMING.md): every sample starts
+// on an idle GPU (the L2 flush ends with a device synchronisation), so the GPU waits between the
+// start event and the call's first kernel for as long as the host takes to launch it, and that
+// launch is slower in some process states than in others (after a served draw: 0.1 ms against
+// 0.03 ms, H200, 2026-12-04). Held N microseconds on the calling stream before the start event,
+// the GPU reaches the interval with the launch already queued; what the host does beyond N stays
+// inside the interval. "off", "N us", or why the value was ignored.
+struct Prequeue {
+  double us = 0;
+  std::string state = "off";
 };
 
-bool tlb_flush_requested() {
-  const char* v = std::getenv("KBV_TLB_FLUSH");
-  return v && *v && std::string(v) != "0";
+Prequeue prequeue_requested() {
+  Prequeue p;
+  const char* v = std::getenv("KBV_PREQUEUE_US");
+  if (!v || !*v) return p;
+  char* end = nullptr;
+  const double us = std::strtod(v, &end);
+  if (end == v || *end || !std::isfinite(us) || us < 0 || us > 10000) {
+    p.state = fmt::format("ignored: KBV_PREQUEUE_US='{}' is not a number of microseconds from 0 to 10000", v);
+    return p;
+  }
+  p.us = us;
+  if (us > 0) p.state = fmt::format("{:g} us", us);
+  return p;
 }
 
 uint64_t gpu_flush_bytes(uint64_t requested) {
@@ -235,16 +161,9 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
   static const Nvml nvml;  // opened once per worker
   run.clock_source = nvml.ok() ? "nvml" : "none";
   Event start, stop;
-  std::optional<TranslationFlush> tlb;
-  if (tlb_flush_requested()) {
-    tlb.emplace(64ull << 30);  // 64 GiB of addresses: 32768 pages of 2 MiB, more than any TLB holds
-    run.tlb_flush = tlb->ready() ? fmt::format("{} pages", tlb->pages()) : "unavailable: " + tlb->error();
-    if (!tlb->ready()) tlb.reset();
-  }
 
   auto flush_l2 = [&](int k) {
     cudaStream_t s = c10::cuda::getCurrentCUDAStream().stream();
-    if (tlb) tlb->run(s, k);
     check_cuda(cudaMemsetAsync(flush.p, k & 0xff, run.flush_bytes, s), "flushing L2");
     // Persisting-L2 lines set by anyone (the candidate included) are reset before every sample.
     // Devices without persisting L2 (before Ampere) may refuse: nothing to reset there.
@@ -284,7 +203,22 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     if (c.known) run.expected_mhz = std::max(run.expected_mhz, c.sm_mhz);
   }
 
-  std::vector<double> host_call;
+  // The hold in SM cycles at the clock the samples run at (the warm-up's highest, else the peak).
+  const Prequeue prequeue = prequeue_requested();
+  run.prequeue = prequeue.state;
+  int64_t hold_cycles = 0;
+  if (prequeue.us > 0) {
+    double mhz = run.expected_mhz;
+    if (mhz <= 0) {
+      int dev = 0, khz = 0;
+      check_cuda(cudaGetDevice(&dev), "getting the device");
+      check_cuda(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev), "reading the SM clock rate");
+      mhz = khz / 1000.0;
+    }
+    hold_cycles = std::max<int64_t>(1, static_cast<int64_t>(prequeue.us * mhz));
+  }
+  Event hold;
+  std::vector<double> host_call, held;
   auto t_begin = Clock::now();
   for (int sample = 0;; ++sample) {
     const int index = config.rule.warmup + sample;
@@ -293,16 +227,31 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     ClockReading before = nvml.read();
     cudaStream_t s = c10::cuda::getCurrentCUDAStream().stream();
     auto t0 = Clock::now();
+    if (hold_cycles) {
+      check_cuda(cudaEventRecord(hold.e, s), "recording the hold event");
+      at::cuda::sleep(hold_cycles);
+      check_cuda(cudaGetLastError(), "queuing the hold");
+    }
     check_cuda(cudaEventRecord(start.e, s), "recording the start event");
     call();
-    host_call.push_back(ms_between(t0, Clock::now()));
+    const double launched = ms_between(t0, Clock::now());
+    host_call.push_back(launched);
     check_cuda(cudaEventRecord(stop.e, s), "recording the stop event");
     check_cuda(cudaDeviceSynchronize(), "synchronising after the call");
     auto t1 = Clock::now();
     ClockReading after_clock = nvml.read();
     float ev = 0;
     check_cuda(cudaEventElapsedTime(&ev, start.e, stop.e), "reading the events");
-    const double host = ms_between(t0, t1);
+    double host = ms_between(t0, t1);
+    if (hold_cycles) {
+      // The host clock ran through the hold: compared with the events without it. Work the call
+      // left on other streams overlaps the hold by at most its length and is still caught.
+      float h = 0;
+      check_cuda(cudaEventElapsedTime(&h, hold.e, start.e), "reading the hold");
+      held.push_back(h);
+      host = std::max(0.0, host - h);
+      if (launched > h) ++run.prequeue_late;
+    }
     IntervalDecision d =
         decide_interval(ev, host, run.sync_overhead_ms, interval_slack_ms(ev, run.host_spread_ms));
     if (d.disagreed) {
@@ -337,6 +286,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     if (run.stop != StopReason::none) break;
   }
   run.host_call_ms = median_of(host_call);
+  if (!held.empty()) run.prequeue_held_ms = median_of(held);
   check_cuda(cudaGetLastError(), "after the samples");
   return run;
 }
@@ -409,7 +359,9 @@ nlohmann::json TimingRun::to_json() const {
           {"flush_bytes", flush_bytes},
           {"sampling_s", sampling_s},
           {"host_call_ms", host_call_ms},
-          {"tlb_flush", tlb_flush},
+          {"prequeue", prequeue},
+          {"prequeue_held_ms", prequeue_held_ms},
+          {"prequeue_late", prequeue_late},
           {"stop", stop_reason_name(stop)}};
 }
 

@@ -45,7 +45,9 @@ struct TimingRun {
   // for the first launch, so this much of the interval can be the host's (-1 on the CPU, where
   // the whole interval is).
   double host_call_ms = -1;
-  std::string tlb_flush = "off";      // KBV_TLB_FLUSH (experimental): "N pages", or why unavailable
+  std::string prequeue = "off";       // KBV_PREQUEUE_US (experimental): "N us", or why it was ignored
+  double prequeue_held_ms = 0;        // median GPU time of the hold (hold event to start event)
+  int prequeue_late = 0;              // samples whose launch outlasted the hold (the rest is timed)
   StopReason stop = StopReason::none;
   nlohmann::json to_json() const;
 };

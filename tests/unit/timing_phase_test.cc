@@ -1,5 +1,7 @@
 #include "supervisor/timing_phase.h"
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 namespace kbv {
@@ -36,6 +38,24 @@ TEST(TimingPhase, BaselineKeySeparatesWhatChangesATime) {
   EvalOptions host = o;
   host.protocol.input_draw = "host";
   EXPECT_EQ(k, baseline_key("code", host, env("NVIDIA H200"), "tf32"));
+}
+
+TEST(TimingPhase, BaselineKeySeparatesTheLaunchHold) {
+  // KBV_PREQUEUE_US (experimental) changes what a sample measures: its baselines are others, and
+  // without it the keys stay those of the caches already written.
+  EvalOptions o;
+  ::unsetenv("KBV_PREQUEUE_US");
+  const std::string off = baseline_key("code", o, env("NVIDIA H200"), "tf32");
+  ::setenv("KBV_PREQUEUE_US", "", 1);
+  EXPECT_EQ(off, baseline_key("code", o, env("NVIDIA H200"), "tf32")) << "an empty value is no hold";
+  ::setenv("KBV_PREQUEUE_US", "200", 1);
+  const std::string held = baseline_key("code", o, env("NVIDIA H200"), "tf32");
+  ::setenv("KBV_PREQUEUE_US", "300", 1);
+  const std::string longer = baseline_key("code", o, env("NVIDIA H200"), "tf32");
+  ::unsetenv("KBV_PREQUEUE_US");
+  EXPECT_NE(off, held);
+  EXPECT_NE(held, longer);
+  EXPECT_EQ(off, baseline_key("code", o, env("NVIDIA H200"), "tf32"));
 }
 
 TEST(TimingPhase, StatsFromRawReply) {
