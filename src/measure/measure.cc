@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
+
+#include <fmt/format.h>
 
 namespace kbv {
 
@@ -80,6 +83,21 @@ bool throttled(const ClockReading& before, const ClockReading& after, double exp
 
 double interval_slack_ms(double event_ms, double host_spread_ms) {
   return std::max({3.0 * host_spread_ms, 0.002, 0.02 * event_ms});
+}
+
+Prequeue prequeue_from_environment() {
+  Prequeue p;
+  const char* v = std::getenv("KBV_PREQUEUE_US");
+  if (!v || !*v) return p;
+  char* end = nullptr;
+  const double us = std::strtod(v, &end);
+  if (end == v || *end || !std::isfinite(us) || us < 0 || us > 10000) {
+    p.state = fmt::format("ignored: KBV_PREQUEUE_US='{}' is not a number of microseconds from 0 to 10000", v);
+    return p;
+  }
+  p.us = us;
+  if (us > 0) p.state = fmt::format("{:g} us", us);
+  return p;
 }
 
 IntervalDecision decide_interval(double event_ms, double host_ms, double sync_overhead_ms, double slack_ms) {

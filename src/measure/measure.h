@@ -73,6 +73,16 @@ struct IntervalDecision {
 IntervalDecision decide_interval(double event_ms, double host_ms, double sync_overhead_ms, double slack_ms);
 double interval_slack_ms(double event_ms, double host_spread_ms);
 
+// The launch hold, experimental (KBV_PREQUEUE_US=N, docs/TIMING.md): N microseconds the GPU is
+// held on the calling stream before each sample's start event. Read from the environment by the
+// worker, which holds, and by the supervisor, which keys baselines timed with a hold apart.
+// state: "off" (unset, empty or 0), "N us", or why the value was ignored (then us = 0).
+struct Prequeue {
+  double us = 0;
+  std::string state = "off";
+};
+Prequeue prequeue_from_environment();
+
 // The physical floor: the fewest bytes that must move (inputs read once, outputs written once)
 // over the measured copy bandwidth (bytes read + written per second). 0 when unknown.
 double floor_ms(uint64_t bytes, double bandwidth_bytes_per_s);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <set>
@@ -96,7 +95,7 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
                                      env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode};
   // The experimental launch hold changes what a sample measures: a baseline timed with it is
   // another baseline (keys without it are unchanged).
-  if (const char* pq = std::getenv("KBV_PREQUEUE_US"); pq && *pq) parts.push_back(std::string("prequeue=") + pq);
+  if (const Prequeue pq = prequeue_from_environment(); pq.us > 0) parts.push_back("prequeue=" + pq.state);
   return sha256_hex_parts(parts);
 }
 

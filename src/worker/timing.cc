@@ -117,33 +117,6 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-// The launch queued ahead (experimental, KBV_PREQUEUE_US=N, docs/TIMING.md): every sample starts
-// on an idle GPU (the L2 flush ends with a device synchronisation), so the GPU waits between the
-// start event and the call's first kernel for as long as the host takes to launch it, and that
-// launch is slower in some process states than in others (after a served draw: 0.1 ms against
-// 0.03 ms, H200, 2026-12-04). Held N microseconds on the calling stream before the start event,
-// the GPU reaches the interval with the launch already queued; what the host does beyond N stays
-// inside the interval. "off", "N us", or why the value was ignored.
-struct Prequeue {
-  double us = 0;
-  std::string state = "off";
-};
-
-Prequeue prequeue_requested() {
-  Prequeue p;
-  const char* v = std::getenv("KBV_PREQUEUE_US");
-  if (!v || !*v) return p;
-  char* end = nullptr;
-  const double us = std::strtod(v, &end);
-  if (end == v || *end || !std::isfinite(us) || us < 0 || us > 10000) {
-    p.state = fmt::format("ignored: KBV_PREQUEUE_US='{}' is not a number of microseconds from 0 to 10000", v);
-    return p;
-  }
-  p.us = us;
-  if (us > 0) p.state = fmt::format("{:g} us", us);
-  return p;
-}
-
 uint64_t gpu_flush_bytes(uint64_t requested) {
   if (requested) return requested;
   int dev = 0, l2 = 0;
@@ -203,8 +176,14 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     if (c.known) run.expected_mhz = std::max(run.expected_mhz, c.sm_mhz);
   }
 
-  // The hold in SM cycles at the clock the samples run at (the warm-up's highest, else the peak).
-  const Prequeue prequeue = prequeue_requested();
+  // The launch hold (experimental, measure.h): every sample starts on an idle GPU (the L2 flush
+  // ends with a device synchronisation), so the GPU waits between the start event and the call's
+  // first kernel for as long as the host takes to launch it, and that launch is slower in some
+  // process states than in others (after a served draw: 0.1 ms against 0.03 ms, H200,
+  // 2026-12-04). Held N microseconds before the start event, the GPU reaches the interval with the
+  // launch already queued; what the host does beyond N stays inside the interval. The hold in SM
+  // cycles at the clock the samples run at (the warm-up's highest, else the peak).
+  const Prequeue prequeue = prequeue_from_environment();
   run.prequeue = prequeue.state;
   int64_t hold_cycles = 0;
   if (prequeue.us > 0) {

@@ -48,6 +48,10 @@ TEST(TimingPhase, BaselineKeySeparatesTheLaunchHold) {
   const std::string off = baseline_key("code", o, env("NVIDIA H200"), "tf32");
   ::setenv("KBV_PREQUEUE_US", "", 1);
   EXPECT_EQ(off, baseline_key("code", o, env("NVIDIA H200"), "tf32")) << "an empty value is no hold";
+  for (const char* no_hold : {"0", "abc", "20000", "-5"}) {
+    ::setenv("KBV_PREQUEUE_US", no_hold, 1);
+    EXPECT_EQ(off, baseline_key("code", o, env("NVIDIA H200"), "tf32")) << "the worker holds nothing for " << no_hold;
+  }
   ::setenv("KBV_PREQUEUE_US", "200", 1);
   const std::string held = baseline_key("code", o, env("NVIDIA H200"), "tf32");
   ::setenv("KBV_PREQUEUE_US", "300", 1);
@@ -56,6 +60,24 @@ TEST(TimingPhase, BaselineKeySeparatesTheLaunchHold) {
   EXPECT_NE(off, held);
   EXPECT_NE(held, longer);
   EXPECT_EQ(off, baseline_key("code", o, env("NVIDIA H200"), "tf32"));
+}
+
+TEST(TimingPhase, PrequeueReadsItsSetting) {
+  ::unsetenv("KBV_PREQUEUE_US");
+  EXPECT_EQ(prequeue_from_environment().state, "off");
+  ::setenv("KBV_PREQUEUE_US", "0", 1);
+  EXPECT_EQ(prequeue_from_environment().state, "off");
+  ::setenv("KBV_PREQUEUE_US", "200", 1);
+  Prequeue p = prequeue_from_environment();
+  EXPECT_DOUBLE_EQ(p.us, 200);
+  EXPECT_EQ(p.state, "200 us");
+  ::setenv("KBV_PREQUEUE_US", "2e5", 1);
+  p = prequeue_from_environment();
+  EXPECT_DOUBLE_EQ(p.us, 0);
+  EXPECT_NE(p.state.find("ignored: KBV_PREQUEUE_US='2e5'"), std::string::npos) << p.state;
+  ::setenv("KBV_PREQUEUE_US", "200us", 1);
+  EXPECT_DOUBLE_EQ(prequeue_from_environment().us, 0) << "a unit after the number is not read as the number";
+  ::unsetenv("KBV_PREQUEUE_US");
 }
 
 TEST(TimingPhase, StatsFromRawReply) {
