@@ -195,9 +195,9 @@ DIAG_VARIANTS = {
     "input_sets": (["--timing-inputs", "sets"], {}),     # no fresh draw served between the samples
     # torch's allocator maps 2 MiB pieces in both workers: no level from where a large block lands
     "expandable": ([], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
-    # the GPU held 200 us before each sample's start event, so the call's launch is already queued
-    # when the interval begins: the host's launch latency out of candidate and baseline alike
-    "prequeue": ([], {"KBV_PREQUEUE_US": "200"}),
+    # no launch hold (by default the GPU is held 200 us before each start event, so the call's
+    # launch is queued when the interval begins): the host's launch latency inside the interval
+    "no_hold": (["--launch-hold-us", "0"], {}),
 }
 
 
@@ -227,7 +227,7 @@ def aa_diag(args):
                        "candidate_over_baseline": c / b if c and b else None}
                 for key in ("iqr_ms", "min_ms", "host_call_ms"):
                     row[f"candidate_{key}"], row[f"baseline_{key}"] = cand.get(key), base.get(key)
-                row.update({"prequeue": t.get("prequeue"), "clock": t.get("clock"),
+                row.update({"launch_hold": t.get("launch_hold"), "clock": t.get("clock"),
                             "phase_seconds": r.get("phase_seconds"), "wall_s": wall})
                 rows.append(row)
                 print(f"aa_diag: {name} {variant} {i}: candidate/baseline {rows[-1]['candidate_over_baseline']}",

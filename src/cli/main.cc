@@ -49,6 +49,7 @@ struct CommonFlags {
   int timing_sets = -1;
   std::string timing_inputs;
   int64_t flush_bytes = -1;
+  double launch_hold_us = -1;
   std::vector<std::string> baselines;
 
   void add(CLI::App* app) {
@@ -70,6 +71,12 @@ struct CommonFlags {
     app->add_option("--flush-bytes", flush_bytes, "bytes written to flush the caches before each sample (default: "
                                                   "2 x L2 on a GPU, 2 x L3 up to 64 MiB on the CPU; 1: no flush)")
         ->check(CLI::PositiveNumber);
+    app->add_option("--launch-hold-us", launch_hold_us,
+                    fmt::format("GPU: microseconds the calling stream is held before each sample's start event, so the "
+                                "host's launch is queued when the interval begins (default {:g}; 0: no hold; at most "
+                                "{:g})",
+                                kbv::kDefaultLaunchHoldUs, kbv::kMaxLaunchHoldUs))
+        ->check(CLI::Range(0.0, kbv::kMaxLaunchHoldUs));
     app->add_option("--baselines", baselines, "baselines to time: tf32,fp32[,compile] (default tf32,fp32)")
         ->delimiter(',')
         ->check(CLI::IsMember({"tf32", "fp32", "compile"}));
@@ -114,6 +121,7 @@ struct CommonFlags {
     if (timing_sets > 0) o.protocol.timing.sets = timing_sets;
     o.protocol.timing.fresh = timing_inputs.empty() ? timing_sets <= 0 : timing_inputs == "fresh";
     if (flush_bytes > 0) o.protocol.timing.flush_bytes = static_cast<uint64_t>(flush_bytes);
+    if (launch_hold_us >= 0) o.protocol.timing.launch_hold_us = launch_hold_us;
     if (!baselines.empty()) o.protocol.timing.baselines = baselines;
     o.device = device;
     o.timeouts = timeouts;

@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <numeric>
-
-#include <fmt/format.h>
 
 namespace kbv {
 
@@ -85,25 +82,17 @@ double interval_slack_ms(double event_ms, double host_spread_ms) {
   return std::max({3.0 * host_spread_ms, 0.002, 0.02 * event_ms});
 }
 
-Prequeue prequeue_from_environment() {
-  Prequeue p;
-  const char* v = std::getenv("KBV_PREQUEUE_US");
-  if (!v || !*v) return p;
-  char* end = nullptr;
-  const double us = std::strtod(v, &end);
-  if (end == v || *end || !std::isfinite(us) || us < 0 || us > 10000) {
-    p.state = fmt::format("ignored: KBV_PREQUEUE_US='{}' is not a number of microseconds from 0 to 10000", v);
-    return p;
-  }
-  p.us = us;
-  if (us > 0) p.state = fmt::format("{:g} us", us);
-  return p;
-}
-
 IntervalDecision decide_interval(double event_ms, double host_ms, double sync_overhead_ms, double slack_ms) {
   const double host_work = host_ms - sync_overhead_ms;
   if (host_work - event_ms > slack_ms) return {host_work, true};
   return {event_ms, false};
+}
+
+IntervalDecision decide_held_interval(double event_ms, double host_after_hold_ms, double host_from_call_ms,
+                                      double sync_overhead_ms, double slack_ms) {
+  IntervalDecision d = decide_interval(event_ms, host_after_hold_ms, sync_overhead_ms, slack_ms);
+  if (d.disagreed) d.ms = std::max(d.ms, host_from_call_ms - sync_overhead_ms);
+  return d;
 }
 
 double floor_ms(uint64_t bytes, double bandwidth_bytes_per_s) {
@@ -125,7 +114,8 @@ nlohmann::json TimingProtocol::to_json() const {
           {"flush_bytes", flush_bytes},
           {"spot_per_output", spot_per_output},
           {"spot_max_calls", spot_max_calls},
-          {"spot_draws", spot_draws}};
+          {"spot_draws", spot_draws},
+          {"launch_hold_us", launch_hold_us}};
 }
 
 }  // namespace kbv

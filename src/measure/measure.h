@@ -72,16 +72,13 @@ struct IntervalDecision {
 // 2 µs, 2% of the event time)).
 IntervalDecision decide_interval(double event_ms, double host_ms, double sync_overhead_ms, double slack_ms);
 double interval_slack_ms(double event_ms, double host_spread_ms);
-
-// The launch hold, experimental (KBV_PREQUEUE_US=N, docs/TIMING.md): N microseconds the GPU is
-// held on the calling stream before each sample's start event. Read from the environment by the
-// worker, which holds, and by the supervisor, which keys baselines timed with a hold apart.
-// state: "off" (unset, empty or 0), "N us", or why the value was ignored (then us = 0).
-struct Prequeue {
-  double us = 0;
-  std::string state = "off";
-};
-Prequeue prequeue_from_environment();
+// The same behind the launch hold (TimingProtocol::launch_hold_us). The clocks are compared with
+// the hold's GPU time taken off the host clock (host_after_hold_ms). When they disagree, work
+// escaped the events, and work on another stream can have run during the hold, which that
+// comparison took off: the sample is then the host clock from the call's entry
+// (host_from_call_ms, the hold not in it) less the synchronisation, if larger.
+IntervalDecision decide_held_interval(double event_ms, double host_after_hold_ms, double host_from_call_ms,
+                                      double sync_overhead_ms, double slack_ms);
 
 // The physical floor: the fewest bytes that must move (inputs read once, outputs written once)
 // over the measured copy bandwidth (bytes read + written per second). 0 when unknown.
@@ -90,6 +87,9 @@ double floor_ms(uint64_t bytes, double bandwidth_bytes_per_s);
 }  // namespace kbv
 
 namespace kbv {
+
+inline constexpr double kDefaultLaunchHoldUs = 200;
+inline constexpr double kMaxLaunchHoldUs = 10000;
 
 // The timing knobs of the protocol (recorded in every result and in the protocol hash).
 struct TimingProtocol {
@@ -103,6 +103,10 @@ struct TimingProtocol {
   int spot_per_output = 2;                           // positions read per output per timed call
   int spot_max_calls = 64;                           // timed calls whose outputs are spot-checked
   int spot_draws = 16;                               // fresh: calls the reference recomputes (a secret choice)
+  // GPU: microseconds the calling stream is held (a sleep kernel) before each sample's start event,
+  // so the call's launch is queued when the interval begins (--launch-hold-us; 0: none; at most
+  // kMaxLaunchHoldUs). docs/TIMING.md, "The interval".
+  double launch_hold_us = kDefaultLaunchHoldUs;
   nlohmann::json to_json() const;
 };
 

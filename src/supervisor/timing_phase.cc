@@ -17,6 +17,12 @@ namespace kbv {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+json rule_request(const EvalOptions& o) {
+  return {{"rule", o.protocol.timing.rule.to_json()},
+          {"flush_bytes", o.protocol.timing.flush_bytes},
+          {"launch_hold_us", o.protocol.timing.launch_hold_us}};
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -36,10 +42,6 @@ std::string reply_message(const Reply& r) {
 std::chrono::milliseconds timing_timeout(const EvalOptions& o) {
   const StopRule& r = o.protocol.timing.rule;
   return ms(o.timeouts.call_s * (r.warmup + r.min_samples_at_cap + 3) + 2 * r.time_cap_s + 60);
-}
-
-json rule_request(const EvalOptions& o) {
-  return {{"rule", o.protocol.timing.rule.to_json()}, {"flush_bytes", o.protocol.timing.flush_bytes}};
 }
 
 double sum_of(const json& a) {
@@ -91,11 +93,9 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.baselines.clear();  // which baselines a run asks for does not change one baseline's time
   t.spot_per_output = 0;
   t.spot_max_calls = 0;
+  if (env.device != "cuda") t.launch_hold_us = 0;  // the hold is a GPU kernel: the CPU engine has none
   std::vector<std::string> parts = {"kbv-baseline-1", problem_text, env.device, env.device_name, env.torch_version,
                                      env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode};
-  // The experimental launch hold changes what a sample measures: a baseline timed with it is
-  // another baseline (keys without it are unchanged).
-  if (const Prequeue pq = prequeue_from_environment(); pq.us > 0) parts.push_back("prequeue=" + pq.state);
   return sha256_hex_parts(parts);
 }
 
@@ -497,10 +497,10 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                      {"reasons_seen", cr.value("clock_reasons_seen", uint64_t{0})},
                      {"throttled_kept", cr.value("throttled_kept", 0)}};
   timing["flush_bytes"] = cr.value("flush_bytes", uint64_t{0});
-  if (const std::string pq = cr.value("prequeue", "off"); pq != "off")
-    timing["prequeue"] = {{"state", pq},
-                          {"held_ms", cr.value("prequeue_held_ms", 0.0)},
-                          {"late", cr.value("prequeue_late", 0)}};
+  if (const double us = cr.value("launch_hold_us", 0.0); us > 0)
+    timing["launch_hold"] = {{"us", us},
+                             {"held_ms", cr.value("launch_hold_held_ms", 0.0)},
+                             {"late", cr.value("launch_hold_late", 0)}};
   timing["sync_overhead_ms"] = cr.value("sync_overhead_ms", 0.0);
   record["timing"] = timing;
   if (cs.samples > 0) {

@@ -22,6 +22,9 @@ namespace kbv {
 void timing_phase(nlohmann::json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                   WorkerProcess& reference, WorkerProcess& candidate);
 
+// What every timing request to a worker carries: the stop rule, the flush size and the launch hold.
+nlohmann::json rule_request(const EvalOptions& options);
+
 // Baselines are cached per (problem content, device name, torch and Python versions, timing
 // protocol, precision, mode) under cache_dir/baselines/<key>.json.
 std::string baseline_key(const std::string& problem_text, const EvalOptions& options, const Environment& env,

@@ -176,17 +176,16 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     if (c.known) run.expected_mhz = std::max(run.expected_mhz, c.sm_mhz);
   }
 
-  // The launch hold (experimental, measure.h): every sample starts on an idle GPU (the L2 flush
-  // ends with a device synchronisation), so the GPU waits between the start event and the call's
-  // first kernel for as long as the host takes to launch it, and that launch is slower in some
-  // process states than in others (after a served draw: 0.1 ms against 0.03 ms, H200,
-  // 2026-12-04). Held N microseconds before the start event, the GPU reaches the interval with the
-  // launch already queued; what the host does beyond N stays inside the interval. The hold in SM
-  // cycles at the clock the samples run at (the warm-up's highest, else the peak).
-  const Prequeue prequeue = prequeue_from_environment();
-  run.prequeue = prequeue.state;
+  // The launch hold (TimingProtocol::launch_hold_us): every sample starts on an idle GPU (the L2
+  // flush ends with a device synchronisation), so without it the GPU waits between the start event
+  // and the call's first kernel for as long as the host takes to launch it, and that launch is
+  // slower in some process states than in others (after a served draw: 0.1 ms against 0.03 ms,
+  // H200, 2026-12-04). Held N microseconds before the start event, the GPU reaches the interval
+  // with the launch already queued; what the host does beyond N stays inside the interval. The
+  // hold in SM cycles at the clock the samples run at (the warm-up's highest, else the peak).
+  run.launch_hold_us = std::clamp(config.launch_hold_us, 0.0, kMaxLaunchHoldUs);
   int64_t hold_cycles = 0;
-  if (prequeue.us > 0) {
+  if (run.launch_hold_us > 0) {
     double mhz = run.expected_mhz;
     if (mhz <= 0) {
       int dev = 0, khz = 0;
@@ -194,7 +193,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
       check_cuda(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev), "reading the SM clock rate");
       mhz = khz / 1000.0;
     }
-    hold_cycles = std::max<int64_t>(1, static_cast<int64_t>(prequeue.us * mhz));
+    hold_cycles = std::max<int64_t>(1, static_cast<int64_t>(run.launch_hold_us * mhz));
   }
   Event hold;
   std::vector<double> host_call, held;
@@ -212,6 +211,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
       check_cuda(cudaGetLastError(), "queuing the hold");
     }
     check_cuda(cudaEventRecord(start.e, s), "recording the start event");
+    const auto t_call = Clock::now();
     call();
     const double launched = ms_between(t0, Clock::now());
     host_call.push_back(launched);
@@ -221,18 +221,21 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     ClockReading after_clock = nvml.read();
     float ev = 0;
     check_cuda(cudaEventElapsedTime(&ev, start.e, stop.e), "reading the events");
-    double host = ms_between(t0, t1);
+    const double host = ms_between(t0, t1);
+    const double slack = interval_slack_ms(ev, run.host_spread_ms);
+    IntervalDecision d;
     if (hold_cycles) {
-      // The host clock ran through the hold: compared with the events without it. Work the call
-      // left on other streams overlaps the hold by at most its length and is still caught.
+      // The host clock ran through the hold: compared with the events without it. When they
+      // disagree (work on another stream), the sample is the host clock from the call's entry,
+      // so work that ran beside the hold is counted too (measure.h).
       float h = 0;
       check_cuda(cudaEventElapsedTime(&h, hold.e, start.e), "reading the hold");
       held.push_back(h);
-      host = std::max(0.0, host - h);
-      if (launched > h) ++run.prequeue_late;
+      if (launched > h) ++run.launch_hold_late;
+      d = decide_held_interval(ev, std::max(0.0, host - h), ms_between(t_call, t1), run.sync_overhead_ms, slack);
+    } else {
+      d = decide_interval(ev, host, run.sync_overhead_ms, slack);
     }
-    IntervalDecision d =
-        decide_interval(ev, host, run.sync_overhead_ms, interval_slack_ms(ev, run.host_spread_ms));
     if (d.disagreed) {
       ++run.mismatches;
       run.max_mismatch_ms = std::max(run.max_mismatch_ms, d.ms - ev);
@@ -265,7 +268,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     if (run.stop != StopReason::none) break;
   }
   run.host_call_ms = median_of(host_call);
-  if (!held.empty()) run.prequeue_held_ms = median_of(held);
+  if (!held.empty()) run.launch_hold_held_ms = median_of(held);
   check_cuda(cudaGetLastError(), "after the samples");
   return run;
 }
@@ -338,9 +341,9 @@ nlohmann::json TimingRun::to_json() const {
           {"flush_bytes", flush_bytes},
           {"sampling_s", sampling_s},
           {"host_call_ms", host_call_ms},
-          {"prequeue", prequeue},
-          {"prequeue_held_ms", prequeue_held_ms},
-          {"prequeue_late", prequeue_late},
+          {"launch_hold_us", launch_hold_us},
+          {"launch_hold_held_ms", launch_hold_held_ms},
+          {"launch_hold_late", launch_hold_late},
           {"stop", stop_reason_name(stop)}};
 }
 

@@ -21,6 +21,7 @@ struct TimingConfig {
   bool cuda = false;
   StopRule rule;
   uint64_t flush_bytes = 0;   // 0: default (measure.h)
+  double launch_hold_us = 0;  // GPU: the hold before each start event (TimingProtocol::launch_hold_us)
 };
 
 // Raw samples and what was seen while taking them; the supervisor computes the statistics.
@@ -45,9 +46,9 @@ struct TimingRun {
   // for the first launch, so this much of the interval can be the host's (-1 on the CPU, where
   // the whole interval is).
   double host_call_ms = -1;
-  std::string prequeue = "off";       // KBV_PREQUEUE_US (experimental): "N us", or why it was ignored
-  double prequeue_held_ms = 0;        // median GPU time of the hold (hold event to start event)
-  int prequeue_late = 0;              // samples whose launch outlasted the hold (the rest is timed)
+  double launch_hold_us = 0;          // the hold applied (0: none; the CPU engine has none)
+  double launch_hold_held_ms = 0;     // median GPU time of the hold (hold event to start event)
+  int launch_hold_late = 0;           // samples whose launch outlasted the hold (the rest is timed)
   StopReason stop = StopReason::none;
   nlohmann::json to_json() const;
 };

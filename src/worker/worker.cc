@@ -985,6 +985,7 @@ _ext.load_inline = _guarded
     TimingConfig config;
     config.cuda = device == "cuda";
     config.flush_bytes = request.value("flush_bytes", uint64_t{0});
+    config.launch_hold_us = request.value("launch_hold_us", 0.0);
     const json& rule = request.value("rule", json::object());
     config.rule.warmup = rule.value("warmup", config.rule.warmup);
     config.rule.min_samples = rule.value("min_samples", config.rule.min_samples);

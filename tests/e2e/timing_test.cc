@@ -85,6 +85,9 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   for (const char* k : {"mean", "std", "min", "max", "num_trials", "hardware", "device", "median"})
     EXPECT_TRUE(r["runtime_stats"].contains(k)) << k;
   EXPECT_EQ(r["protocol"]["timing"]["rule"]["time_cap_s"], 0.3);
+  // The launch hold is part of the protocol, but a GPU kernel: the CPU engine holds nothing.
+  EXPECT_EQ(r["protocol"]["timing"]["launch_hold_us"], 200) << r["protocol"].dump();
+  EXPECT_FALSE(t.contains("launch_hold")) << t.dump(1);
   // Where the evaluation's time went: every phase it reached, in order, adding up to its seconds.
   const json& ph = r["phase_seconds"];
   std::vector<std::string> names;
@@ -393,36 +396,48 @@ TEST(TimingGpu, HonestRecordUsesEventsAndClock) {
   EXPECT_LE(t["speed_of_light"].get<double>(), 1.0);
   EXPECT_EQ(t["spot_checks"]["failed"].get<int>(), 0);
   // The diagnostics of the candidate-vs-baseline gap (docs/TIMING.md): the host's share of the
-  // interval, the memory clock, and no launch hold unless asked for.
+  // interval and the memory clock.
   const double host_call = t["candidate"]["host_call_ms"].get<double>();
   EXPECT_GT(host_call, 0.0);
   EXPECT_LT(host_call, t["candidate"]["max_ms"].get<double>() + 1.0) << "the host's launch, not the interval";
   EXPECT_GT(t["clock"]["mem_mhz_max"].get<double>(), 0.0) << t["clock"].dump();
-  EXPECT_FALSE(t.contains("prequeue")) << t.dump(1);
 }
 
-TEST(TimingGpu, PrequeueHoldsTheLaunchAndStillSeesTheSideStream) {
+TEST(TimingGpu, LaunchHoldQueuesTheLaunchAndStillSeesTheSideStream) {
   if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: the hold is a sleep kernel on the calling stream";
-  // KBV_PREQUEUE_US (experimental): the GPU held 200 us before the start event, so the call's launch
-  // is queued when the interval begins. The hold is measured and taken off the host clock, so work
-  // left on a side stream is still caught by it.
-  ::setenv("KBV_PREQUEUE_US", "200", 1);
+  // By default the GPU is held 200 us before the start event, so the call's launch is queued when
+  // the interval begins. The hold is measured and taken off the host clock, so work left on a side
+  // stream is still caught by it. --launch-hold-us 0 turns it off.
   Outcome honest = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda");
   Outcome side = eval("examples/level1/19_ReLU/cuda_side_stream.py", "cuda", {"--policy", "lenient"});
-  ::unsetenv("KBV_PREQUEUE_US");
+  Outcome unheld = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda", {"--launch-hold-us", "0"});
   ASSERT_EQ(honest.record["verdict"], "correct") << honest.output;
   ASSERT_EQ(side.record["verdict"], "correct") << side.output;
+  ASSERT_EQ(unheld.record["verdict"], "correct") << unheld.output;
   const json& t = honest.record["timing"];
-  ASSERT_TRUE(t.contains("prequeue")) << t.dump(1);
-  EXPECT_EQ(t["prequeue"]["state"], "200 us") << t["prequeue"].dump();
-  const double held = t["prequeue"]["held_ms"].get<double>();
-  EXPECT_GT(held, 0.15) << "the hold should last about 0.2 ms: " << t["prequeue"].dump();
-  EXPECT_LT(held, 1.0) << t["prequeue"].dump();
-  EXPECT_LE(t["prequeue"]["late"].get<int>(), t["candidate"]["samples"].get<int>());
+  ASSERT_TRUE(t.contains("launch_hold")) << t.dump(1);
+  EXPECT_EQ(t["launch_hold"]["us"], 200) << t["launch_hold"].dump();
+  const double held = t["launch_hold"]["held_ms"].get<double>();
+  EXPECT_GT(held, 0.15) << "the hold should last about 0.2 ms: " << t["launch_hold"].dump();
+  EXPECT_LT(held, 1.0) << t["launch_hold"].dump();
+  EXPECT_LE(t["launch_hold"]["late"].get<int>(), t["candidate"]["samples"].get<int>());
   const double h = t["candidate"]["median_ms"].get<double>();
   const double s = side.record["timing"]["candidate"]["median_ms"].get<double>();
-  EXPECT_GE(s, 0.95 * h - held) << "side stream " << s << " ms, same kernel on the calling stream " << h << " ms";
+  EXPECT_GE(s, 0.95 * h) << "side stream " << s << " ms, same kernel on the calling stream " << h
+                         << " ms: the work beside the hold should count (the host clock from the call's entry)";
   EXPECT_GT(side.record["timing"]["events_host_disagreed"].get<int>(), 0);
+  EXPECT_FALSE(unheld.record["timing"].contains("launch_hold")) << unheld.record["timing"].dump(1);
+  EXPECT_EQ(unheld.record["protocol"]["timing"]["launch_hold_us"], 0);
+}
+
+TEST(Timing, LaunchHoldOutOfRangeIsRefused) {
+  fs::path out = scratch("hold-range") / "record.json";
+  Outcome o = kbv_run({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                       (kSource / "examples/level1/19_ReLU/cpu_honest.py").string(), "--device", "cpu",
+                       "--launch-hold-us", "20000", "--json", out.string()});
+  EXPECT_NE(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("--launch-hold-us"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(out)) << "nothing is evaluated under a refused option";
 }
 
 }  // namespace

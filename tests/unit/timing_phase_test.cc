@@ -1,7 +1,5 @@
 #include "supervisor/timing_phase.h"
 
-#include <cstdlib>
-
 #include <gtest/gtest.h>
 
 namespace kbv {
@@ -41,43 +39,29 @@ TEST(TimingPhase, BaselineKeySeparatesWhatChangesATime) {
 }
 
 TEST(TimingPhase, BaselineKeySeparatesTheLaunchHold) {
-  // KBV_PREQUEUE_US (experimental) changes what a sample measures: its baselines are others, and
-  // without it the keys stay those of the caches already written.
+  // The launch hold changes what a GPU sample measures: a baseline timed with another hold is
+  // another baseline. The CPU engine has no hold, so there it keys nothing.
   EvalOptions o;
-  ::unsetenv("KBV_PREQUEUE_US");
-  const std::string off = baseline_key("code", o, env("NVIDIA H200"), "tf32");
-  ::setenv("KBV_PREQUEUE_US", "", 1);
-  EXPECT_EQ(off, baseline_key("code", o, env("NVIDIA H200"), "tf32")) << "an empty value is no hold";
-  for (const char* no_hold : {"0", "abc", "20000", "-5"}) {
-    ::setenv("KBV_PREQUEUE_US", no_hold, 1);
-    EXPECT_EQ(off, baseline_key("code", o, env("NVIDIA H200"), "tf32")) << "the worker holds nothing for " << no_hold;
-  }
-  ::setenv("KBV_PREQUEUE_US", "200", 1);
+  EXPECT_DOUBLE_EQ(o.protocol.timing.launch_hold_us, kDefaultLaunchHoldUs);
+  EXPECT_DOUBLE_EQ(o.protocol.timing.to_json()["launch_hold_us"].get<double>(), kDefaultLaunchHoldUs);
   const std::string held = baseline_key("code", o, env("NVIDIA H200"), "tf32");
-  ::setenv("KBV_PREQUEUE_US", "300", 1);
-  const std::string longer = baseline_key("code", o, env("NVIDIA H200"), "tf32");
-  ::unsetenv("KBV_PREQUEUE_US");
-  EXPECT_NE(off, held);
-  EXPECT_NE(held, longer);
-  EXPECT_EQ(off, baseline_key("code", o, env("NVIDIA H200"), "tf32"));
+  EvalOptions none = o, longer = o;
+  none.protocol.timing.launch_hold_us = 0;
+  longer.protocol.timing.launch_hold_us = 500;
+  EXPECT_NE(held, baseline_key("code", none, env("NVIDIA H200"), "tf32"));
+  EXPECT_NE(held, baseline_key("code", longer, env("NVIDIA H200"), "tf32"));
+  Environment cpu = env("cpu");
+  cpu.device = "cpu";
+  EXPECT_EQ(baseline_key("code", o, cpu, "tf32"), baseline_key("code", none, cpu, "tf32"))
+      << "the CPU engine holds nothing: its baselines are the same with any hold";
 }
 
-TEST(TimingPhase, PrequeueReadsItsSetting) {
-  ::unsetenv("KBV_PREQUEUE_US");
-  EXPECT_EQ(prequeue_from_environment().state, "off");
-  ::setenv("KBV_PREQUEUE_US", "0", 1);
-  EXPECT_EQ(prequeue_from_environment().state, "off");
-  ::setenv("KBV_PREQUEUE_US", "200", 1);
-  Prequeue p = prequeue_from_environment();
-  EXPECT_DOUBLE_EQ(p.us, 200);
-  EXPECT_EQ(p.state, "200 us");
-  ::setenv("KBV_PREQUEUE_US", "2e5", 1);
-  p = prequeue_from_environment();
-  EXPECT_DOUBLE_EQ(p.us, 0);
-  EXPECT_NE(p.state.find("ignored: KBV_PREQUEUE_US='2e5'"), std::string::npos) << p.state;
-  ::setenv("KBV_PREQUEUE_US", "200us", 1);
-  EXPECT_DOUBLE_EQ(prequeue_from_environment().us, 0) << "a unit after the number is not read as the number";
-  ::unsetenv("KBV_PREQUEUE_US");
+TEST(TimingPhase, RuleRequestCarriesTheLaunchHold) {
+  EvalOptions o;
+  o.protocol.timing.launch_hold_us = 350;
+  const json req = rule_request(o);
+  EXPECT_DOUBLE_EQ(req.at("launch_hold_us").get<double>(), 350) << req.dump();
+  EXPECT_TRUE(req.contains("rule")) << req.dump();
 }
 
 TEST(TimingPhase, StatsFromRawReply) {
