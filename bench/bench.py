@@ -154,7 +154,10 @@ def aa_rows(work):
                      "discarded": [r["timing"]["candidate"]["discarded"] for r in timed],
                      "samples": [r["timing"]["candidate"]["samples"] for r in timed],
                      "timing_wall_s": [r["timing"].get("wall_check", {}).get("supervisor_ms", 0) / 1000 for r in timed],
-                     "events_host_disagreed": [r["timing"].get("events_host_disagreed", 0) for r in timed]})
+                     "events_host_disagreed": [r["timing"].get("events_host_disagreed", 0) for r in timed],
+                     # the host's launch and the samples it outlasted the launch hold in (docs/TIMING.md)
+                     "host_call_ms": [r["timing"]["candidate"].get("host_call_ms") for r in timed],
+                     "launch_hold_late": [r["timing"].get("launch_hold", {}).get("late") for r in timed]})
     return rows
 
 
@@ -198,6 +201,8 @@ DIAG_VARIANTS = {
     # no launch hold (by default the GPU is held 200 us before each start event, so the call's
     # launch is queued when the interval begins): the host's launch latency inside the interval
     "no_hold": (["--launch-hold-us", "0"], {}),
+    # a longer hold, for calls whose launch outlasts 200 us (BatchNorm2d, matrix-vector on the H200)
+    "hold_500": (["--launch-hold-us", "500"], {}),
 }
 
 
