@@ -341,6 +341,8 @@ TEST(Timing, BaselineCommandPrecomputesExportsAndImports) {
 
 TEST(TimingGpu, SideStreamWorkIsInsideTheTime) {
   if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: the side-stream candidate is CUDA";
+  // Under the default launch hold: the side stream's work can run beside the hold, and a sample
+  // whose clocks disagree counts from the call's entry, so it is still counted whole.
   Outcome honest = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda");
   Outcome side = eval("examples/level1/19_ReLU/cuda_side_stream.py", "cuda", {"--policy", "lenient"});
   ASSERT_EQ(honest.record["verdict"], "correct") << honest.output;
@@ -403,29 +405,24 @@ TEST(TimingGpu, HonestRecordUsesEventsAndClock) {
   EXPECT_GT(t["clock"]["mem_mhz_max"].get<double>(), 0.0) << t["clock"].dump();
 }
 
-TEST(TimingGpu, LaunchHoldQueuesTheLaunchAndStillSeesTheSideStream) {
+TEST(TimingGpu, LaunchHoldIsTheDefaultAndCanBeTurnedOff) {
   if (!gpu_visible()) GTEST_SKIP() << "needs a GPU: the hold is a sleep kernel on the calling stream";
   // By default the GPU is held 200 us before the start event, so the call's launch is queued when
-  // the interval begins. The hold is measured and taken off the host clock, so work left on a side
-  // stream is still caught by it. --launch-hold-us 0 turns it off.
-  Outcome honest = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda");
-  Outcome side = eval("examples/level1/19_ReLU/cuda_side_stream.py", "cuda", {"--policy", "lenient"});
+  // the interval begins (the side stream under the hold: SideStreamWorkIsInsideTheTime).
+  Outcome held = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda");
+  ASSERT_EQ(held.record["verdict"], "correct") << held.output;
+  const json t = held.record["timing"];
   Outcome unheld = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda", {"--launch-hold-us", "0"});
-  ASSERT_EQ(honest.record["verdict"], "correct") << honest.output;
-  ASSERT_EQ(side.record["verdict"], "correct") << side.output;
   ASSERT_EQ(unheld.record["verdict"], "correct") << unheld.output;
-  const json& t = honest.record["timing"];
   ASSERT_TRUE(t.contains("launch_hold")) << t.dump(1);
   EXPECT_EQ(t["launch_hold"]["us"], 200) << t["launch_hold"].dump();
-  const double held = t["launch_hold"]["held_ms"].get<double>();
-  EXPECT_GT(held, 0.15) << "the hold should last about 0.2 ms: " << t["launch_hold"].dump();
-  EXPECT_LT(held, 1.0) << t["launch_hold"].dump();
+  const double hold_ms = t["launch_hold"]["held_ms"].get<double>();
+  EXPECT_GT(hold_ms, 0.15) << "the hold should last about 0.2 ms: " << t["launch_hold"].dump();
+  EXPECT_LT(hold_ms, 1.0) << t["launch_hold"].dump();
   EXPECT_LE(t["launch_hold"]["late"].get<int>(), t["candidate"]["samples"].get<int>());
-  const double h = t["candidate"]["median_ms"].get<double>();
-  const double s = side.record["timing"]["candidate"]["median_ms"].get<double>();
-  EXPECT_GE(s, 0.95 * h) << "side stream " << s << " ms, same kernel on the calling stream " << h
-                         << " ms: the work beside the hold should count (the host clock from the call's entry)";
-  EXPECT_GT(side.record["timing"]["events_host_disagreed"].get<int>(), 0);
+  // An honest call behind the hold: the clocks agree (in 95 of 96 A/A evaluations on the H200 in
+  // every sample, in the last in all but one).
+  EXPECT_LE(10 * t["events_host_disagreed"].get<int>(), t["candidate"]["samples"].get<int>()) << t.dump(1);
   EXPECT_FALSE(unheld.record["timing"].contains("launch_hold")) << unheld.record["timing"].dump(1);
   EXPECT_EQ(unheld.record["protocol"]["timing"]["launch_hold_us"], 0);
 }
