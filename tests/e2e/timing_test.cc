@@ -411,7 +411,7 @@ TEST(TimingGpu, LaunchHoldIsTheDefaultAndCanBeTurnedOff) {
   // the interval begins (the side stream under the hold: SideStreamWorkIsInsideTheTime).
   Outcome held = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda");
   ASSERT_EQ(held.record["verdict"], "correct") << held.output;
-  const json t = held.record["timing"];
+  const json& t = held.record["timing"];
   Outcome unheld = eval("examples/level1/19_ReLU/cuda_honest.py", "cuda", {"--launch-hold-us", "0"});
   ASSERT_EQ(unheld.record["verdict"], "correct") << unheld.output;
   ASSERT_TRUE(t.contains("launch_hold")) << t.dump(1);
