@@ -203,6 +203,7 @@ DIAG_VARIANTS = {
     "no_hold": (["--launch-hold-us", "0"], {}),
     # a longer hold, for calls whose launch outlasts 200 us (BatchNorm2d, matrix-vector on the H200)
     "hold_500": (["--launch-hold-us", "500"], {}),
+    "hold_1000": (["--launch-hold-us", "1000"], {}),
 }
 
 
