@@ -198,10 +198,11 @@ DIAG_VARIANTS = {
     "input_sets": (["--timing-inputs", "sets"], {}),     # no fresh draw served between the samples
     # torch's allocator maps 2 MiB pieces in both workers: no level from where a large block lands
     "expandable": ([], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
-    # no launch hold (by default the GPU is held 200 us before each start event, so the call's
+    # no launch hold (by default the GPU is held 500 us before each start event, so the call's
     # launch is queued when the interval begins): the host's launch latency inside the interval
     "no_hold": (["--launch-hold-us", "0"], {}),
-    # a longer hold, for calls whose launch outlasts 200 us (BatchNorm2d, matrix-vector on the H200)
+    # the hold before it was 500 us, and longer holds, for calls whose launch outlasts it
+    "hold_200": (["--launch-hold-us", "200"], {}),
     "hold_500": (["--launch-hold-us", "500"], {}),
     "hold_1000": (["--launch-hold-us", "1000"], {}),
 }
@@ -241,7 +242,8 @@ def aa_diag(args):
     summary = {}
     for variant in variants:
         r = [x["candidate_over_baseline"] for x in rows if x["variant"] == variant and x["candidate_over_baseline"]]
-        summary[variant] = {"median_ratio": statistics.median(r) if r else None, "max_ratio": max(r, default=None)}
+        summary[variant] = {"median_ratio": statistics.median(r) if r else None, "min_ratio": min(r, default=None),
+                            "max_ratio": max(r, default=None)}
     write("aa_diag", {"summary": summary, "rows": rows})
 
 

@@ -47,7 +47,7 @@ TEST(TimingPhase, BaselineKeySeparatesTheLaunchHold) {
   const std::string held = baseline_key("code", o, env("NVIDIA H200"), "tf32");
   EvalOptions none = o, longer = o;
   none.protocol.timing.launch_hold_us = 0;
-  longer.protocol.timing.launch_hold_us = 500;
+  longer.protocol.timing.launch_hold_us = 2 * kDefaultLaunchHoldUs;
   EXPECT_NE(held, baseline_key("code", none, env("NVIDIA H200"), "tf32"));
   EXPECT_NE(held, baseline_key("code", longer, env("NVIDIA H200"), "tf32"));
   Environment cpu = env("cpu");
