@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -101,6 +102,42 @@ bool is_glue_symbol(const std::string& name) {
   return true;
 }
 
+SampleKind sample_kind(const json& group) {
+  std::string object = group.value("object", "?");
+  std::string base = object.substr(object.find_last_of('/') == std::string::npos ? 0 : object.find_last_of('/') + 1);
+  // The C math library does the work of whoever calls it (an own loop's expf/log1p, as much as
+  // a library's); the sampled PC does not say which, so it counts for neither side.
+  if (base.rfind("libm.so", 0) == 0 || base.rfind("libm-", 0) == 0 || base.rfind("libmvec.so", 0) == 0)
+    return SampleKind::math;
+  if (!group.value("own_object", false)) return SampleKind::library;
+  std::string symbol = group.value("symbol", "");
+  return !symbol.empty() && is_glue_symbol(symbol) ? SampleKind::glue : SampleKind::own;
+}
+
+OwnSamples own_samples(const json& groups) {
+  OwnSamples s;
+  if (!groups.is_array()) return s;
+  for (const auto& g : groups) {
+    int64_t n = g.value("count", int64_t{0});
+    if (n <= 0) continue;
+    SampleKind k = sample_kind(g);
+    if (k == SampleKind::math) continue;
+    s.counted += n;
+    if (k == SampleKind::own) s.own += n;
+  }
+  return s;
+}
+
+ShareCall call_own_share(int64_t own, int64_t counted, double min_share) {
+  if (counted <= 0 || own < 0 || own > counted) return ShareCall::undecided;
+  const double n = static_cast<double>(counted), p = static_cast<double>(own) / n, z2 = kShareZ * kShareZ;
+  const double center = (p + z2 / (2 * n)) / (1 + z2 / n);
+  const double half = kShareZ * std::sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n);
+  if (center - half > min_share) return ShareCall::above;
+  if (center + half < min_share && counted >= kMinComputeSamples) return ShareCall::below;
+  return ShareCall::undecided;
+}
+
 json cpu_compute(const json& observation) {
   if (!observation.is_object() || observation.value("method", "") != "cpu-sampling") {
     json j = {{"method", "not_measured"},
@@ -118,26 +155,26 @@ json cpu_compute(const json& observation) {
     all += n;
     std::string object = s.value("object", "?");
     std::string base = object.substr(object.find_last_of('/') == std::string::npos ? 0 : object.find_last_of('/') + 1);
-    // The C math library does the work of whoever calls it (an own loop's expf/log1p, as much as
-    // a library's); the sampled PC does not say which, so it counts for neither side.
-    if (base.rfind("libm.so", 0) == 0 || base.rfind("libm-", 0) == 0 || base.rfind("libmvec.so", 0) == 0) {
-      math[base] += n;
-      continue;
-    }
-    total += n;
-    if (s.value("own_object", false)) {
-      std::string symbol = s.value("symbol", "");
-      if (!symbol.empty() && is_glue_symbol(symbol)) {
+    switch (sample_kind(s)) {
+      case SampleKind::math:
+        math[base] += n;
+        continue;
+      case SampleKind::glue:
         library[base + " (extension glue: pybind11, inlined ATen/c10/std)"] += n;
-      } else {
+        break;
+      case SampleKind::own: {
+        std::string symbol = s.value("symbol", "");
         std::string shown = symbol.empty() ? base + " (no symbol)" : demangle(symbol);
         if (shown.size() > 160) shown = shown.substr(0, 157) + "...";
         own[shown] += n;
         own_total += n;
+        break;
       }
-    } else {
-      library[base.empty() ? std::string("(anonymous mapping)") : base] += n;
+      case SampleKind::library:
+        library[base.empty() ? std::string("(anonymous mapping)") : base] += n;
+        break;
     }
+    total += n;
   }
   auto top = [&](const std::map<std::string, int64_t>& m) {
     std::vector<std::pair<std::string, int64_t>> v(m.begin(), m.end());

@@ -37,6 +37,30 @@ nlohmann::json cpu_compute(const nlohmann::json& observation);
 inline constexpr double kMinOwnShare = 0.03;
 inline constexpr int kMinComputeSamples = 50;
 
+// One group of CPU samples ({"object", "own_object", "symbol", "count"}) as cpu_compute counts
+// it: in the C math library (neither side), glue of the candidate's object (library), the
+// candidate's own code, or library code.
+enum class SampleKind { math, glue, own, library };
+SampleKind sample_kind(const nlohmann::json& group);
+
+// The samples no_custom_compute decides on: `own` of `counted` (math left out), as cpu_compute.
+struct OwnSamples {
+  int64_t own = 0;
+  int64_t counted = 0;
+};
+OwnSamples own_samples(const nlohmann::json& groups);
+
+// When the worker's sampler may stop (src/worker/audit.cc; it looks every 20 samples from 100
+// on, and otherwise samples to its CPU budget): when the own share's Wilson interval at
+// z = kShareZ lies wholly above kMinOwnShare (`above`) or wholly below it (`below`). Stopping on a
+// point estimate instead (3 own samples seen) stopped on 3 of n > 100, a share under 3%, and
+// rejected an honest 5% candidate about once in eight. z = 3 because the rule is looked at
+// repeatedly: an honest 10% share stops after about 100 samples, a forwarding wrapper (no own
+// samples) after about 300; what stays undecided is decided on the point estimate at the budget.
+enum class ShareCall { undecided, above, below };
+inline constexpr double kShareZ = 3.0;
+ShareCall call_own_share(int64_t own, int64_t counted, double min_share = kMinOwnShare);
+
 // All runtime-audit findings for one candidate, in the record's findings[] form.
 //   audit:     the candidate worker's reply to its two audit calls, merged:
 //              {"threads": [...], "aliases": [...], "determinism": [...], "compute": {...}}

@@ -201,12 +201,10 @@ std::vector<Object> loaded_objects() {
 }
 
 // Samples [from, to) grouped by object and (own objects) symbol:
-// [{"object", "own_object", "symbol", "count"}]. `own_code` counts samples in own objects
-// outside glue symbols.
-json resolve(size_t from, size_t to, int64_t& own_code) {
+// [{"object", "own_object", "symbol", "count"}].
+json resolve(size_t from, size_t to) {
   std::vector<Object> objects = loaded_objects();
   std::map<std::tuple<std::string, bool, std::string>, int64_t> groups;
-  own_code = 0;
   for (size_t i = from; i < to && i < kMaxSamples; ++i) {
     uintptr_t pc = g_pcs[i];
     const Object* hit = nullptr;
@@ -234,7 +232,6 @@ json resolve(size_t from, size_t to, int64_t& own_code) {
       }
       // Outside every function of an object that has a symbol table: PLT stubs and padding.
       if (symbol.empty() && !syms.empty()) symbol = "(PLT or padding)";
-      if (symbol.empty() || !is_glue_symbol(symbol)) ++own_code;
     }
     ++groups[{hit->path, hit->own, symbol}];
   }
@@ -451,22 +448,23 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
   reply["threads"] = watch_new_threads(before, 300.0);
 
   if (sample) {
-    // More calls on the same buffers until the share is measured: at least kMinSamples samples
-    // with 3 of them in own code, else up to 2 s of CPU time (a small custom part next to big
-    // library calls, or none), at most 5 s of wall time. The kernel's tick (often 250 Hz)
-    // bounds the sampling rate, whatever the 1 ms period asks.
+    // More calls on the same buffers until the share is measured: from kMinSamples samples on,
+    // every 20, stop once the own share is clearly above or below kMinOwnShare
+    // (call_own_share, src/check/runtime_audit.h), else go on to 2 s of CPU time (a custom part
+    // near the line, or none), at most 5 s of wall time, and leave the decision to the point
+    // estimate. The kernel's tick (often 250 Hz) bounds the sampling rate, whatever the 1 ms
+    // period asks.
     constexpr size_t kMinSamples = 100;
     auto w0 = std::chrono::steady_clock::now();
-    int64_t own_code = 0;
     size_t checked = 0;
     for (;;) {
       double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-      if (wall > 5.0 || calls >= 100000 || cpu_ms >= 2000.0) break;
+      if (wall > 5.0 || calls >= 1000000 || cpu_ms >= 2000.0) break;
       size_t now = g_count.load();
       if (now >= kMinSamples && now >= checked + 20) {
         checked = now;
-        resolve(0, std::min<size_t>(now, kMaxSamples), own_code);
-        if (own_code >= 3) break;
+        OwnSamples seen = own_samples(resolve(0, std::min<size_t>(now, kMaxSamples)));
+        if (call_own_share(seen.own, seen.counted) != ShareCall::undecided) break;
       }
       timed_call(false);
     }
@@ -476,7 +474,7 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
                         {"calls", calls},
                         {"cpu_ms", cpu_ms},
                         {"period_ms", kPeriodUs / 1000.0},
-                        {"samples", resolve(0, n, own_code)}};
+                        {"samples", resolve(0, n)}};
   } else {
     reply["compute"] = {{"method", "not_measured"}, {"reason", why_not}};
   }

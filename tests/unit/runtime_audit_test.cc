@@ -1,5 +1,8 @@
 #include "check/runtime_audit.h"
 
+#include <optional>
+#include <random>
+
 #include <gtest/gtest.h>
 
 namespace kbv {
@@ -126,6 +129,74 @@ TEST(RuntimeCompute, MathLibrarySamplesCountForNeitherSide) {
   EXPECT_DOUBLE_EQ(c["own_share"].get<double>(), 0.5);
   EXPECT_TRUE(runtime_findings(json::object(), json::array(), nullptr, c).empty())
       << "20 samples decide nothing";
+}
+
+TEST(OwnSamples, CountsAsCpuComputeDoes) {
+  json groups = json::array({
+      {{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_Z8epiloguev"}, {"count", 7}},
+      {{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_ZNK2at10TensorBase5numelEv"}, {"count", 5}},
+      {{"object", "/x/own.so"}, {"own_object", true}, {"symbol", ""}, {"count", 2}},  // no symbol table: own
+      {{"object", "/lib/x86_64-linux-gnu/libm.so.6"}, {"own_object", false}, {"symbol", ""}, {"count", 40}},
+      {{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", 86}},
+  });
+  OwnSamples s = own_samples(groups);
+  EXPECT_EQ(s.own, 9);
+  EXPECT_EQ(s.counted, 100);
+  json c = cpu_compute(sampling(groups));
+  EXPECT_EQ(c["samples"].get<int64_t>(), s.counted);
+  EXPECT_DOUBLE_EQ(c["own_share"].get<double>(), 0.09);
+  EXPECT_EQ(own_samples(nullptr).counted, 0);
+}
+
+TEST(CallOwnShare, StopsOnlyWhenTheIntervalClearsTheLine) {
+  EXPECT_EQ(call_own_share(15, 100), ShareCall::above);
+  EXPECT_EQ(call_own_share(60, 100), ShareCall::above);
+  // 3 own samples of 140: what the old rule (stop at 3 own samples) stopped on and rejected an
+  // honest GEMM + epilogue with (CI, 2026-12-04); now it samples on.
+  EXPECT_EQ(call_own_share(3, 140), ShareCall::undecided);
+  EXPECT_EQ(call_own_share(5, 100), ShareCall::undecided);
+  EXPECT_EQ(call_own_share(3, 100), ShareCall::undecided) << "a 1.3% wrapper could show 3 of 100";
+  EXPECT_EQ(call_own_share(0, 100), ShareCall::undecided);
+  EXPECT_EQ(call_own_share(0, 300), ShareCall::below);
+  EXPECT_EQ(call_own_share(2, 150), ShareCall::undecided);
+  EXPECT_EQ(call_own_share(2, 1000), ShareCall::below);
+  EXPECT_EQ(call_own_share(10, 20), ShareCall::above) << "few samples outside libm can still be clearly own";
+  EXPECT_EQ(call_own_share(0, 40), ShareCall::undecided) << "below kMinComputeSamples nothing is rejected";
+  EXPECT_EQ(call_own_share(0, 0), ShareCall::undecided);
+  EXPECT_EQ(call_own_share(5, 3), ShareCall::undecided);
+}
+
+// The worker's schedule (src/worker/audit.cc): a look every 20 samples from 100 on, else the
+// point estimate at the budget (2 s of CPU time: 500 samples at a 250 Hz tick), on simulated
+// samples that fall in own code with probability `share`. Returns how often the share passes.
+double simulated_pass_rate(double share, int runs, std::mt19937& rng) {
+  constexpr int kBudget = 500;
+  std::bernoulli_distribution own(share);
+  int passed = 0;
+  for (int r = 0; r < runs; ++r) {
+    int64_t k = 0;
+    std::optional<bool> pass;
+    for (int n = 1; n <= kBudget && !pass; ++n) {
+      k += own(rng) ? 1 : 0;
+      if (n >= 100 && n % 20 == 0) {
+        ShareCall c = call_own_share(k, n);
+        if (c != ShareCall::undecided) pass = c == ShareCall::above;
+      }
+    }
+    if (!pass) pass = static_cast<double>(k) / kBudget >= kMinOwnShare;
+    passed += *pass ? 1 : 0;
+  }
+  return static_cast<double>(passed) / runs;
+}
+
+TEST(CallOwnShare, HonestSmallSharesPassAndWrappersDoNot) {
+  std::mt19937 rng(20261204);
+  // Measured with a fixed seed; the rates the rule gives are 1.1% wrong at 5% and 0.25% at
+  // 1.3% (4000 runs each). The old rule rejected an honest 5% share about once in eight.
+  EXPECT_GE(simulated_pass_rate(0.05, 2000, rng), 0.97);
+  EXPECT_EQ(simulated_pass_rate(0.10, 2000, rng), 1.0);
+  EXPECT_LE(simulated_pass_rate(0.013, 2000, rng), 0.01);
+  EXPECT_EQ(simulated_pass_rate(0.0, 500, rng), 0.0);
 }
 
 TEST(RuntimeFindings, TooFewSamplesDecideNothing) {
