@@ -23,7 +23,8 @@
 #                 memory-bound call; KBV_PROBE_ARGS)
 #   aa|aa_diag|repeat|overhead|side_stream|protocol|tf32   bench/bench.py's timing benchmarks (KBV_BENCH_ARGS;
 #                 protocol after aa in one chain takes kbv's timing walls from the A/A records)
-# KBV_STAGE_TIMEOUT (seconds, default 540) bounds each command of a stage. More than 8 files under
+# KBV_STAGE_TIMEOUT (seconds, default 540) bounds each command of a stage (aa: KBV_AA_TIMEOUT, 1500;
+# a cut-off aa is summarised from the records it stored). More than 8 files under
 # $OUT at the end (the device tool returns 8) are packed into $OUT/all.tgz.
 #
 # Longer than one call (10 minutes): `detach STAGES...` runs the stages in their own process
@@ -136,9 +137,18 @@ stage() {
     aa|aa_diag|repeat|overhead|side_stream|protocol|tf32)
       local extra=()  # protocol after aa in the same chain: kbv's side from the A/A records
       [[ $name == protocol && -e $out/aa/aa.json ]] && extra=(--from-aa "$out/aa/aa.json")
-      OUT=$dir timeout "$limit" "$python" bench/bench.py "$name" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} "${extra[@]}" \
+      # The full A/A takes about 18 minutes: its own limit (KBV_AA_TIMEOUT, 1500 s; run it detached).
+      local lim=$limit rc
+      [[ $name == aa ]] && lim=${KBV_AA_TIMEOUT:-1500}
+      OUT=$dir timeout "$lim" "$python" bench/bench.py "$name" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} "${extra[@]}" \
         > "$dir/stdout.log" 2> "$dir/stderr.log"
-      say "bench $name rc=$?"; tail -30 "$dir/stdout.log"; tail -5 "$dir/stderr.log" ;;
+      rc=$?
+      say "bench $name rc=$rc"
+      if [[ $name == aa && $rc -ne 0 && -d $dir/aa/run ]]; then  # cut off: summarise what was stored
+        OUT=$dir "$python" bench/bench.py aa --collect ${KBV_BENCH_ARGS:-} > "$dir/stdout.log" 2>> "$dir/stderr.log"
+        say "bench aa --collect rc=$? (the records stored before the cut)"
+      fi
+      tail -30 "$dir/stdout.log"; tail -5 "$dir/stderr.log" ;;
     *) echo "device-verify: unknown stage '$name'"; return 2 ;;
   esac
   say "stage $name done in $((SECONDS - t0))s"
