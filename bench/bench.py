@@ -86,6 +86,8 @@ def common_flags(args, cache_dir=None):
     flags = ["--device", args.device, "--cache-dir", cache_dir or args.cache_dir]
     if args.time_cap:
         flags += ["--time-cap", str(args.time_cap)]
+    if args.launch_hold_us is not None:
+        flags += ["--launch-hold-us", str(args.launch_hold_us)]
     return flags
 
 
@@ -409,6 +411,7 @@ def main():
                     ",".join(DIAG_VARIANTS) + ")")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--time-cap", type=float, help="kbv --time-cap")
+    ap.add_argument("--launch-hold-us", type=float, help="kbv --launch-hold-us for every evaluation (default: kbv's; not with aa_diag's hold variants)")
     ap.add_argument("--cache-dir", default=str(out_dir() / "cache"), help="kbv cache (baselines, builds)")
     ap.add_argument("--problem", default="problems/level1/1_Square_matrix_multiplication_.py")
     ap.add_argument("--solution", default="examples/level1/1_Square_matrix_multiplication_/cuda_honest.py")
