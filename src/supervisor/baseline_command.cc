@@ -8,6 +8,7 @@
 
 #include "supervisor/timing_phase.h"
 #include "util/fs.h"
+#include "util/host_load.h"
 #include "util/interrupt.h"
 #include "util/progress.h"
 
@@ -149,7 +150,7 @@ int baseline_command(const BaselineCommandOptions& o) {
   ReferenceHost reference;
   reference.adopt(std::move(idle));
   Progress progress(dataset.problems.size(), {});
-  int failed = 0, measured = 0, cached = 0;
+  int failed = 0, measured = 0, cached = 0, busy = 0;
   for (size_t i = 0; i < dataset.problems.size() && !interrupted(); ++i) {
     const ProblemRef& p = dataset.problems[i];
     progress.started(i, fmt::format("level {} {}", p.level, p.name));
@@ -178,7 +179,7 @@ int baseline_command(const BaselineCommandOptions& o) {
         continue;
       }
       if (!ref) continue;
-      std::optional<json> entry = measure_baseline(*ref, eval, mode, error);
+      std::optional<json> entry = measure_baseline(*ref, eval, mode, env->device != "cuda", error);
       if (!entry) {
         problem_error = error;
         continue;
@@ -187,8 +188,15 @@ int baseline_command(const BaselineCommandOptions& o) {
       (*entry)["problem_file"] = p.name;
       (*entry)["device_name"] = env->device_name;
       (*entry)["torch_version"] = env->torch_version;
-      if (std::string e = save_baseline(eval, key, *entry); !e.empty()) problem_error = e;
       ++measured;
+      if (!baseline_cacheable(*entry)) {  // timed beside busy cores (util/host_load.h): shown, not kept
+        ++busy;
+        parts.push_back(fmt::format("{} {:.4g} ms (not cached: other processes used {:.2f} cores)", mode,
+                                    (*entry)["stats"].value("median_ms", 0.0),
+                                    (*entry)["stats"].value("host_other_cores", 0.0)));
+        continue;
+      }
+      if (std::string e = save_baseline(eval, key, *entry); !e.empty()) problem_error = e;
       parts.push_back(fmt::format("{} {:.4g} ms", mode, (*entry)["stats"].value("median_ms", 0.0)));
     }
     if (ref) ref->call({{"op", "time_release"}}, std::chrono::milliseconds(60000));
@@ -202,6 +210,11 @@ int baseline_command(const BaselineCommandOptions& o) {
   progress.stop();
   std::fprintf(stderr, "kbv: baselines on %s: %d measured, %d cached, %d problem(s) failed; cache %s\n",
                env->device_name.c_str(), measured, cached, failed, (eval.cache_dir / "baselines").c_str());
+  if (busy > 0)
+    std::fprintf(stderr,
+                 "kbv: %d baseline(s) not cached: other processes used %.2f or more CPU cores while they were "
+                 "timed (docs/TIMING.md); run again on an idle host\n",
+                 busy, host_busy_cores());
   if (interrupted()) return 130;
   return failed ? 1 : 0;
 }

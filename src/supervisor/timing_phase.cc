@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <set>
@@ -11,6 +12,7 @@
 #include "util/clock.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/host_load.h"
 #include "util/interrupt.h"
 
 namespace kbv {
@@ -135,7 +137,7 @@ std::optional<json> draw_timing_inputs(WorkerProcess& reference, const EvalOptio
 }
 
 std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions& options, const std::string& mode,
-                                     std::string& error) {
+                                     bool cpu, std::string& error) {
   json req = rule_request(options);
   req["op"] = "time";
   req["mode"] = mode;
@@ -148,6 +150,8 @@ std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions
   }
   std::chrono::milliseconds timeout = timing_timeout(options);
   if (mode == "compile") timeout += ms(options.timeouts.build_s);  // inductor compiles on the first call
+  std::optional<HostLoadProbe> load;
+  if (cpu) load.emplace(std::vector<int>{reference.pid()});
   Reply r = reference.call(req, timeout);
   if (r.status != Reply::Status::ok) {
     error = fmt::format("timing the {} baseline: {}", mode, reply_message(r));
@@ -157,8 +161,15 @@ std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions
   json samples = run["samples_ms"];
   run.erase("samples_ms");
   run.erase("ok");
-  return json{{"mode", mode}, {"stats", stats_of_reply(r.body).to_json()}, {"samples_ms", samples}, {"run", run},
-              {"measured_at", utc_now()}};
+  json stats = stats_of_reply(r.body).to_json();
+  if (load)
+    if (std::optional<double> others = load->other_cores()) stats["host_other_cores"] = std::round(*others * 100) / 100;
+  return json{{"mode", mode}, {"stats", stats}, {"samples_ms", samples}, {"run", run}, {"measured_at", utc_now()}};
+}
+
+bool baseline_cacheable(const json& entry) {
+  const json& st = entry.contains("stats") ? entry["stats"] : entry;
+  return !(st.is_object() && st.value("host_other_cores", 0.0) >= host_busy_cores());
 }
 
 std::optional<json> device_calibration(WorkerProcess& reference, const EvalOptions& options, const Environment& env,
@@ -308,8 +319,14 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
     ++draws;
     return json{{"ok", true}};
   };
+  // On the CPU, what other processes ran meanwhile (the reference serving draws is ours).
+  std::optional<HostLoadProbe> load;
+  if (env.device != "cuda") load.emplace(std::vector<int>{reference.pid(), candidate.pid()});
   auto t0 = Clock::now();
   Reply c = candidate.call(req, timing_timeout(options), serve_draw);
+  double candidate_others = -1;  // unknown (GPU, or /proc unreadable)
+  if (load)
+    if (std::optional<double> others = load->other_cores()) candidate_others = *others;
   const double supervisor_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   // The reference failing to draw is the problem's (or kbv's) failure, not the candidate's.
   if (!draw_error.empty()) return give_up(draw_error);
@@ -337,6 +354,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   Stats cs = stats_of_reply(cr);
   timing["method"] = cr.value("method", "");
   timing["candidate"] = cs.to_json();
+  if (candidate_others >= 0) timing["candidate"]["host_other_cores"] = std::round(candidate_others * 100) / 100;
   if (fresh_seed && draws != int64_t{tp.rule.warmup} + cs.samples + cs.discarded)
     record["findings"].push_back(finding(
         "timing_mismatch", reject,
@@ -440,13 +458,13 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
     std::optional<json> entry = load_baseline(options, key);
     bool cached = entry.has_value();
     if (!entry) {
-      entry = measure_baseline(reference, options, mode, error);
+      entry = measure_baseline(reference, options, mode, env.device != "cuda", error);
       if (entry) {
         (*entry)["level"] = pair.level;
         (*entry)["problem_file"] = pair.problem_path.filename().string();
         (*entry)["device_name"] = env.device_name;
         (*entry)["torch_version"] = env.torch_version;
-        save_baseline(options, key, *entry);
+        if (baseline_cacheable(*entry)) save_baseline(options, key, *entry);
       }
     }
     if (!entry) {
@@ -462,6 +480,28 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   timing["baselines"] = baselines;
   timing["speedup"] = speedup;
   if (!baseline_errors.empty()) timing["baseline_errors"] = baseline_errors;
+
+  // CPU: other processes holding a core slow every parallel region (util/host_load.h). Said, and
+  // such a baseline was not cached.
+  std::vector<std::string> busy;
+  const double busy_cores = host_busy_cores();
+  if (candidate_others >= busy_cores)
+    busy.push_back(fmt::format("{:.2f} while the candidate was timed", candidate_others));
+  for (const auto& [mode, st] : baselines.items())
+    if (!st.value("cached", false) && st.value("host_other_cores", 0.0) >= busy_cores)
+      busy.push_back(fmt::format("{:.2f} during the {} baseline (not cached)", st.value("host_other_cores", 0.0), mode));
+  if (!busy.empty()) {
+    std::string what;
+    for (const auto& b : busy) what += (what.empty() ? "" : ", ") + b;
+    record["findings"].push_back(finding(
+        "timing_host_busy", "warn",
+        fmt::format("other processes used CPU cores meanwhile ({}; the line is {:.2f}): ATen's threads wait for "
+                    "a busy core, so these CPU times can be many times too slow; time again on an idle host "
+                    "(docs/TIMING.md)",
+                    what, busy_cores),
+        "host CPU time from /proc/stat less kbv's own processes", ""));
+    record["findings"].back()["cheat"] = nullptr;  // not a cheat: the host
+  }
 
   // The physical floor: inputs read once, outputs written once, at the measured copy bandwidth.
   const uint64_t bytes = sets->value("input_bytes", uint64_t{0}) + sets->value("output_bytes", uint64_t{0});

@@ -37,9 +37,13 @@ std::string save_baseline(const EvalOptions& options, const std::string& key, co
 std::optional<nlohmann::json> draw_timing_inputs(WorkerProcess& reference, const EvalOptions& options,
                                                  std::string& error);
 // Times one baseline mode in the reference worker (after draw_timing_inputs); returns the cache
-// entry {mode, stats, samples_ms, run}, or nullopt with `error`.
+// entry {mode, stats, samples_ms, run}, or nullopt with `error`. On the CPU (`cpu`) the stats
+// carry `host_other_cores`: the CPU other processes used meanwhile (util/host_load.h).
 std::optional<nlohmann::json> measure_baseline(WorkerProcess& reference, const EvalOptions& options,
-                                               const std::string& mode, std::string& error);
+                                               const std::string& mode, bool cpu, std::string& error);
+// Whether a measured baseline entry may be cached: not when other processes held
+// host_busy_cores() or more while it was timed (it would slow every later speedup's denominator).
+bool baseline_cacheable(const nlohmann::json& entry);
 // The device's copy bandwidth and matmul rates, measured once per (device name, torch version)
 // and cached under cache_dir/calibration/. nullopt with `error` when it cannot be measured.
 std::optional<nlohmann::json> device_calibration(WorkerProcess& reference, const EvalOptions& options,

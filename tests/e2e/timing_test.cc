@@ -1,6 +1,10 @@
 // End-to-end: the timing engine in records (docs/TIMING.md). CPU tests run everywhere (steady
 // clock); GPU tests skip visibly without a GPU and are for the lead to run on the H200.
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -254,6 +258,16 @@ TEST(Timing, PointerCacheFailsTheSpotCheck) {
   }
 }
 
+// For the kbv processes a test starts: baselines are cached whatever else the CI machine runs
+// meanwhile, for tests that check what is cached rather than the busy-host rule (a baseline timed
+// beside busy cores is not cached: ABusyHostIsSaidAndItsBaselinesAreNotCached).
+struct CachedWhateverTheLoad {
+  CachedWhateverTheLoad() { setenv("KBV_HOST_BUSY_CORES", "1000", 1); }
+  ~CachedWhateverTheLoad() { unsetenv("KBV_HOST_BUSY_CORES"); }
+  CachedWhateverTheLoad(const CachedWhateverTheLoad&) = delete;
+  CachedWhateverTheLoad& operator=(const CachedWhateverTheLoad&) = delete;
+};
+
 // T17: a candidate that leaves a process running from import would compete with the baseline's
 // timing (and the cached baseline would carry it). Its process writes a heartbeat (the wall clock)
 // every few milliseconds until killed; the candidate's worker and its process group must be gone
@@ -270,6 +284,7 @@ TEST(Timing, TheBaselineIsTimedAfterTheCandidateIsGone) {
   const fs::path sol = dir / "relu_with_a_heartbeat.py";
   ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
   const fs::path cache = dir / "cache", out = dir / "record.json";
+  CachedWhateverTheLoad cached_whatever_the_load;  // the baseline file's time is the evidence
   Outcome o = kbv_run({"eval", "--problem", problem, "--solution", sol.string(), "--device", "cpu", "--trials", "1",
                        "--protocol", "kernelbench", "--policy", "lenient", "--baselines", "fp32", "--time-cap",
                        "0.3", "--json", out.string()},
@@ -297,6 +312,7 @@ TEST(Timing, BaselineCommandPrecomputesExportsAndImports) {
   fs::copy_file(kSource / "problems/level1/19_ReLU.py", root / "data/level1/19_ReLU.py");
   std::string cache = (root / "cache").string();
   std::vector<std::string> common = {"--problems", (root / "data").string(), "--device", "cpu", "--time-cap", "0.2"};
+  CachedWhateverTheLoad cached_whatever_the_load;
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = {"baseline"};
     a.insert(a.end(), common.begin(), common.end());
@@ -427,6 +443,70 @@ TEST(TimingGpu, LaunchHoldIsTheDefaultAndCanBeTurnedOff) {
   EXPECT_LE(10 * t["events_host_disagreed"].get<int>(), t["candidate"]["samples"].get<int>()) << t.dump(1);
   EXPECT_FALSE(unheld.record["timing"].contains("launch_hold")) << unheld.record["timing"].dump(1);
   EXPECT_EQ(unheld.record["protocol"]["timing"]["launch_hold_us"], 0);
+}
+
+// Processes that spin until this object goes (or the test process dies): load beside kbv.
+struct BusyLoops {
+  explicit BusyLoops(int n) {
+    for (int i = 0; i < n; ++i) {
+      pid_t p = fork();
+      if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        volatile unsigned long k = 0;
+        for (;;) k = k + 1;
+      }
+      if (p > 0) pids.push_back(p);
+    }
+  }
+  ~BusyLoops() {
+    for (pid_t p : pids) kill(p, SIGKILL);
+    for (pid_t p : pids) waitpid(p, nullptr, 0);
+  }
+  std::vector<pid_t> pids;
+};
+
+// A CPU timing beside busy cores is slow by whatever ATen's threads waited for them (a ReLU
+// baseline 20-40x on the 2-core CI machine): the record says how many cores others used, warns,
+// and such a baseline is not cached, so a later evaluation on an idle host times it again.
+TEST(Timing, ABusyHostIsSaidAndItsBaselinesAreNotCached) {
+  ASSERT_EQ(std::getenv("KBV_HOST_BUSY_CORES"), nullptr) << "the default line is under test";
+  fs::path root = scratch("busy-host");
+  // The reference as its own candidate: nothing to build, timed under --policy lenient.
+  std::string source = kbv::read_file(kSource / "problems/level1/19_ReLU.py").text;
+  ASSERT_FALSE(source.empty());
+  ASSERT_TRUE(kbv::write_file_atomic(root / "as_candidate.py", source + "\n\nclass ModelNew(Model):\n    pass\n").empty());
+  fs::path out = root / "record.json";
+  std::string cache = (root / "cache").string();
+  Outcome o;
+  {
+    BusyLoops busy(2);
+    ASSERT_EQ(busy.pids.size(), 2u);
+    o = kbv_run({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                 (root / "as_candidate.py").string(), "--device", "cpu", "--trials", "1", "--policy", "lenient",
+                 "--protocol", "kernelbench", "--time-cap", "0.3", "--json", out.string()},
+                out, cache);
+  }
+  ASSERT_EQ(o.code, 0) << o.output;
+  ASSERT_EQ(o.record["verdict"], "correct") << o.output;
+  const json& t = o.record["timing"];
+  EXPECT_GE(t["candidate"].value("host_other_cores", 0.0), 0.25) << t["candidate"].dump();
+  for (const char* mode : {"tf32", "fp32"}) {
+    ASSERT_TRUE(t["baselines"].contains(mode)) << t.dump(1);
+    EXPECT_GE(t["baselines"][mode].value("host_other_cores", 0.0), 0.25) << mode << ": " << t["baselines"][mode].dump();
+    EXPECT_EQ(t["baselines"][mode]["cached"], false);
+  }
+  bool warned = false;
+  for (const auto& f : o.record["findings"])
+    if (f["rule"] == "timing_host_busy") {
+      warned = true;
+      EXPECT_EQ(f["severity"], "warn");
+      EXPECT_TRUE(f["cheat"].is_null()) << f.dump();
+      EXPECT_NE(f["message"].get<std::string>().find("not cached"), std::string::npos) << f["message"];
+    }
+  EXPECT_TRUE(warned) << o.record["findings"].dump(1);
+  std::error_code ec;
+  EXPECT_TRUE(!fs::exists(root / "cache" / "baselines") || fs::is_empty(root / "cache" / "baselines", ec))
+      << "a baseline timed beside busy cores was cached";
 }
 
 TEST(Timing, LaunchHoldOutOfRangeIsRefused) {

@@ -1,6 +1,10 @@
 #include "supervisor/timing_phase.h"
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
+
+#include "util/host_load.h"
 
 namespace kbv {
 namespace {
@@ -100,6 +104,16 @@ TEST(TimingPhase, ProtocolCarriesTimingKnobs) {
   EXPECT_EQ(j["timing"]["baselines"], json({"tf32", "fp32"}));
   Protocol q;
   EXPECT_NE(protocol_hash(p, json::object()), protocol_hash(q, json::object()));
+}
+
+TEST(TimingPhase, ABaselineTimedBesideBusyCoresIsNotCached) {
+  unsetenv("KBV_HOST_BUSY_CORES");
+  EXPECT_TRUE(baseline_cacheable(json{{"stats", {{"median_ms", 0.07}}}})) << "the GPU records no host load";
+  EXPECT_TRUE(baseline_cacheable(json{{"stats", {{"median_ms", 0.07}, {"host_other_cores", 0.04}}}}));
+  EXPECT_FALSE(baseline_cacheable(json{{"stats", {{"median_ms", 2.1}, {"host_other_cores", 0.49}}}}))
+      << "measured: one busy loop beside the 2-core CI machine's ATen threads got 0.49-0.71 cores and "
+         "made ReLU's baseline 20-40x slower";
+  EXPECT_FALSE(baseline_cacheable(json{{"stats", {{"host_other_cores", kHostBusyCores}}}}));
 }
 
 }  // namespace

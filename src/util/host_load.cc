@@ -1,0 +1,93 @@
+#include "util/host_load.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "util/fs.h"
+
+namespace kbv {
+namespace {
+
+double ticks_per_s() {
+  const long t = sysconf(_SC_CLK_TCK);
+  return t > 0 ? static_cast<double>(t) : 100.0;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+double host_busy_cores() {
+  if (const char* v = std::getenv("KBV_HOST_BUSY_CORES")) {
+    char* end = nullptr;
+    const double x = std::strtod(v, &end);
+    if (end != v && x > 0) return x;
+  }
+  return kHostBusyCores;
+}
+
+std::optional<double> proc_stat_busy_s(std::string_view proc_stat, double ticks) {
+  std::istringstream in{std::string(proc_stat.substr(0, proc_stat.find('\n')))};
+  std::string label;
+  // user nice system idle iowait irq softirq steal: guest time is already inside user and nice.
+  unsigned long long f[8] = {};
+  if (!(in >> label) || label != "cpu") return std::nullopt;
+  for (auto& x : f)
+    if (!(in >> x)) return std::nullopt;
+  const unsigned long long busy = f[0] + f[1] + f[2] + f[5] + f[6] + f[7];
+  return static_cast<double>(busy) / ticks;
+}
+
+std::optional<double> pid_stat_cpu_s(std::string_view pid_stat, double ticks) {
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so count from the last ')'.
+  const size_t close = pid_stat.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::istringstream in{std::string(pid_stat.substr(close + 1))};
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 13; ++i)  // state (3) .. cmajflt (13)
+    if (!(in >> field)) return std::nullopt;
+  if (!(in >> utime >> stime)) return std::nullopt;  // fields 14 and 15
+  return static_cast<double>(utime + stime) / ticks;
+}
+
+HostLoadProbe::HostLoadProbe(std::vector<int> ours) : pids_(std::move(ours)) {
+  t0_ = now_s();
+  if (FileText t = read_file("/proc/stat"); t.ok) busy0_ = proc_stat_busy_s(t.text, ticks_per_s());
+  ours0_ = ours_s();
+}
+
+std::optional<double> HostLoadProbe::ours_s() const {
+  double sum = 0;
+  FileText self = read_file("/proc/self/stat");
+  std::optional<double> s = self.ok ? pid_stat_cpu_s(self.text, ticks_per_s()) : std::nullopt;
+  if (!s) return std::nullopt;
+  sum += *s;
+  for (int pid : pids_) {
+    if (pid <= 0) continue;
+    FileText t = read_file("/proc/" + std::to_string(pid) + "/stat");
+    std::optional<double> p = t.ok ? pid_stat_cpu_s(t.text, ticks_per_s()) : std::nullopt;
+    if (!p) return std::nullopt;
+    sum += *p;
+  }
+  return sum;
+}
+
+std::optional<double> HostLoadProbe::other_cores() const {
+  if (!busy0_ || !ours0_) return std::nullopt;
+  FileText t = read_file("/proc/stat");
+  std::optional<double> busy = t.ok ? proc_stat_busy_s(t.text, ticks_per_s()) : std::nullopt;
+  std::optional<double> ours = ours_s();
+  const double wall = now_s() - t0_;
+  if (!busy || !ours || wall <= 0) return std::nullopt;
+  const double others = (*busy - *busy0_) - (*ours - *ours0_);
+  return others > 0 ? others / wall : 0.0;
+}
+
+}  // namespace kbv

@@ -1,0 +1,40 @@
+// How busy the rest of the host was while kbv timed something on the CPU. ATen's intra-op pool
+// uses every core, so one core held by another process makes each parallel region wait for a
+// descheduled thread: a CPU ReLU measured 0.07 ms on an idle 2-core machine and 2.1-2.8 ms beside
+// one busy loop (docs/TIMING.md). The supervisor reads /proc around a timing request: the host's
+// busy time less that of kbv's own processes is what the others used.
+#pragma once
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace kbv {
+
+// Other processes holding this many cores' worth of CPU over a CPU timing make it untrustworthy:
+// the record says so and the baseline is not cached. KBV_HOST_BUSY_CORES overrides it.
+inline constexpr double kHostBusyCores = 0.25;
+double host_busy_cores();
+
+// Seconds of busy CPU of the whole host from /proc/stat's first line ("cpu  user nice system idle
+// iowait irq softirq steal ..."): user + nice + system + irq + softirq + steal (steal: a
+// hypervisor gave the core to someone else). nullopt if the text is not that line.
+std::optional<double> proc_stat_busy_s(std::string_view proc_stat, double ticks_per_s);
+// Seconds of CPU (utime + stime, all threads) of one process from /proc/<pid>/stat.
+std::optional<double> pid_stat_cpu_s(std::string_view pid_stat, double ticks_per_s);
+
+class HostLoadProbe {
+ public:
+  // Reads the host's and these processes' CPU time now (this process is always counted as ours).
+  explicit HostLoadProbe(std::vector<int> ours);
+  // Cores' worth of CPU that other processes used since construction (0 when none), or nullopt
+  // when /proc could not be read (not Linux, a process gone).
+  std::optional<double> other_cores() const;
+
+ private:
+  std::optional<double> ours_s() const;
+  std::vector<int> pids_;
+  std::optional<double> busy0_, ours0_;
+  double t0_ = 0;
+};
+
+}  // namespace kbv
