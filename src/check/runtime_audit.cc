@@ -76,6 +76,12 @@ std::string function_name(const std::string& d) {
   return d;
 }
 
+// The file name of a sampled object's path ("/usr/lib/libm.so.6" -> "libm.so.6").
+std::string object_base(const std::string& object) {
+  const size_t slash = object.find_last_of('/');
+  return object.substr(slash == std::string::npos ? 0 : slash + 1);
+}
+
 }  // namespace
 
 bool is_glue_symbol(const std::string& name) {
@@ -103,8 +109,7 @@ bool is_glue_symbol(const std::string& name) {
 }
 
 SampleKind sample_kind(const json& group) {
-  std::string object = group.value("object", "?");
-  std::string base = object.substr(object.find_last_of('/') == std::string::npos ? 0 : object.find_last_of('/') + 1);
+  const std::string base = object_base(group.value("object", "?"));
   // The C math library does the work of whoever calls it (an own loop's expf/log1p, as much as
   // a library's); the sampled PC does not say which, so it counts for neither side.
   if (base.rfind("libm.so", 0) == 0 || base.rfind("libm-", 0) == 0 || base.rfind("libmvec.so", 0) == 0)
@@ -153,8 +158,7 @@ json cpu_compute(const json& observation) {
     int64_t n = s.value("count", int64_t{0});
     if (n <= 0) continue;
     all += n;
-    std::string object = s.value("object", "?");
-    std::string base = object.substr(object.find_last_of('/') == std::string::npos ? 0 : object.find_last_of('/') + 1);
+    const std::string base = object_base(s.value("object", "?"));
     switch (sample_kind(s)) {
       case SampleKind::math:
         math[base] += n;
