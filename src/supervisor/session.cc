@@ -94,8 +94,7 @@ std::string WorkerProcess::died_detail() {
     how = st->describe();
   else
     how = kill_group(pid_).describe();
-  remove_stale_shm(pid_);
-  pid_ = -1;
+  end_group();
   std::string tail = tail_file(log_path_, 2000);
   std::string d = fmt::format("the {} worker {}", role_, how);
   if (!tail.empty()) d += fmt::format("; last output ({}):\n{}", log_path_.string(), tail);
@@ -148,8 +147,7 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
       return r;
     case ReadResult::Status::timeout: {
       kill_group(pid_);
-      remove_stale_shm(pid_);
-      pid_ = -1;
+      end_group();
       r.status = Reply::Status::timeout;
       r.detail = fmt::format("no answer from the {} worker within {:.1f} s (op '{}'); its process group was killed",
                              role_, timeout.count() / 1000.0, request.value("op", ""));
@@ -163,21 +161,26 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
       r.status = Reply::Status::channel_error;
       r.detail = fmt::format("unreadable reply from the {} worker: {}", role_, rr.error);
       kill_group(pid_);
-      remove_stale_shm(pid_);
-      pid_ = -1;
+      end_group();
       return r;
   }
   return r;
+}
+
+void WorkerProcess::end_group() {
+  // The worker may have left children (compilers, a candidate's threads or processes): those in
+  // its group go with the group, those that left it were adopted by kbv once their parents ended.
+  ::kill(-pid_, SIGKILL);
+  for (Stray& s : kill_strays(pid_)) strays_.push_back(std::move(s));
+  remove_stale_shm(pid_);
+  pid_ = -1;
 }
 
 void WorkerProcess::stop() {
   if (pid_ > 0) {
     write_message(to_, {{"op", "exit"}});
     if (!wait_for(pid_, std::chrono::milliseconds(3000))) kill_group(pid_);
-    // The worker may have left children (compilers, a candidate's threads or processes).
-    ::kill(-pid_, SIGKILL);
-    remove_stale_shm(pid_);
-    pid_ = -1;
+    end_group();
   }
   if (to_ >= 0) ::close(to_);
   if (from_ >= 0) ::close(from_);

@@ -7,8 +7,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "util/subprocess.h"
 
 namespace kbv {
 
@@ -45,8 +48,12 @@ class WorkerProcess {
   // handler such a message is a garbled channel.
   using AskHandler = std::function<nlohmann::json(const nlohmann::json&)>;
   Reply call(const nlohmann::json& request, std::chrono::milliseconds timeout, const AskHandler& asked);
-  // Asks the worker to exit, waits briefly, then kills its whole process group.
+  // Asks the worker to exit, waits briefly, then kills its whole process group and whatever left
+  // the group (strays()).
   void stop();
+  // Processes that had left the worker's process group (setsid, a double fork) and were killed
+  // when it ended or was killed: the processes a candidate left running behind kbv's back (T17).
+  const std::vector<Stray>& strays() const { return strays_; }
   bool alive() const { return pid_ > 0; }
   int pid() const { return pid_; }
   const std::filesystem::path& log_path() const { return log_path_; }
@@ -54,10 +61,13 @@ class WorkerProcess {
  private:
   WorkerProcess() = default;
   std::string died_detail();
+  // The worker has ended or been killed: its group and its strays are killed, the worker forgotten.
+  void end_group();
   int pid_ = -1;
   int to_ = -1, from_ = -1;
   std::string role_;
   std::filesystem::path log_path_;
+  std::vector<Stray> strays_;
 };
 
 }  // namespace kbv

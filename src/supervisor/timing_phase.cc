@@ -449,6 +449,17 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   // baselines and the device calibration are timed (T17): a thread, process or kernel it left
   // running would slow the denominator, and a cached baseline every later evaluation of the problem.
   candidate.stop();
+  if (!candidate.strays().empty()) {
+    std::string list;
+    for (const Stray& s : candidate.strays())
+      list += fmt::format("{}pid {} ({})", list.empty() ? "" : ", ", s.pid, s.command.empty() ? "?" : s.command);
+    record["findings"].push_back(finding(
+        "process_left_running", "warn",
+        fmt::format("the candidate left {} process(es) running outside its worker's process group: {}; kbv killed "
+                    "them before timing the baselines",
+                    candidate.strays().size(), list),
+        "processes adopted by kbv when the candidate's worker stopped", "T17"));
+  }
 
   // Baselines, cached per problem content, device, versions and protocol.
   FileText problem_text = read_file(pair.problem_path);

@@ -8,6 +8,7 @@
 //   and the child closes everything except 0-4 before exec.
 #include "util/subprocess.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,8 +20,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
+#include <unordered_set>
 
 extern char** environ;
 
@@ -28,6 +33,112 @@ namespace kbv {
 namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
+
+// Children started by spawn() and not yet reaped. Every other child of this process is a stray:
+// a process that left a worker's group and was adopted here (kill_strays).
+std::mutex g_children_mutex;
+std::unordered_set<int> g_children;
+
+void forget_child(int pid) {
+  std::lock_guard<std::mutex> lock(g_children_mutex);
+  g_children.erase(pid);
+}
+
+// An orphaned descendant comes to the nearest subreaper among its ancestors rather than to init,
+// so what a worker's processes leave behind stays findable (kill_strays).
+void become_subreaper() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::prctl(PR_SET_CHILD_SUBREAPER, 1); });
+}
+
+// One line of /proc/<pid>/stat: "pid (comm) state ppid pgrp ...".
+struct ProcEntry {
+  int pid = 0, ppid = 0, pgrp = 0;
+  char state = '?';
+};
+
+std::vector<ProcEntry> proc_table() {
+  std::vector<ProcEntry> table;
+  DIR* dir = ::opendir("/proc");
+  if (!dir) return table;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // gone meanwhile
+    char buffer[512];
+    ssize_t n = ::read(fd, buffer, sizeof buffer - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buffer[n] = '\0';
+    // comm may hold spaces and parentheses: the fields start after the last ')'.
+    const char* fields = std::strrchr(buffer, ')');
+    ProcEntry p;
+    p.pid = std::atoi(e->d_name);
+    if (fields && std::sscanf(fields + 1, " %c %d %d", &p.state, &p.ppid, &p.pgrp) == 3) table.push_back(p);
+  }
+  ::closedir(dir);
+  return table;
+}
+
+bool ended(const ProcEntry& p) { return p.state == 'Z' || p.state == 'X'; }
+
+std::string command_of(int pid) {
+  std::string text;
+  for (const char* file : {"cmdline", "comm"}) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/%s", pid, file);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buffer[160];
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    ::close(fd);
+    if (n <= 0) continue;
+    text.assign(buffer, static_cast<size_t>(n));
+    std::replace(text.begin(), text.end(), '\0', ' ');
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\n')) text.pop_back();
+    if (n == static_cast<ssize_t>(sizeof buffer)) text = text.substr(0, 120) + "...";
+    if (!text.empty()) break;
+  }
+  return text;
+}
+
+// Stops `root` and everything under it, then kills them all. A stopped process cannot fork; a
+// child made before its parent stopped shows up in the next pass over /proc, until two passes
+// find nothing new. Returns the processes it killed.
+std::unordered_set<int> kill_tree(int root) {
+  std::unordered_set<int> tree{root};
+  ::kill(root, SIGSTOP);
+  for (int pass = 0, quiet = 0; pass < 200 && quiet < 2; ++pass) {
+    const std::vector<ProcEntry> table = proc_table();
+    bool grew = false;
+    for (bool more = true; more;) {
+      more = false;
+      for (const ProcEntry& p : table)
+        if (tree.count(p.ppid) && tree.insert(p.pid).second) {
+          ::kill(p.pid, SIGSTOP);
+          more = grew = true;
+        }
+    }
+    quiet = grew ? 0 : quiet + 1;
+    if (!grew) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  for (int pid : tree) ::kill(pid, SIGKILL);
+  return tree;
+}
+
+// Reaps a child that is not spawn()'s, waiting up to `timeout`.
+void reap(int pid, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int raw = 0;
+  for (;;) {
+    pid_t r = ::waitpid(pid, &raw, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return;
+    if (std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -206,8 +317,14 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
     return std::nullopt;
   }
 
+  become_subreaper();
   const pid_t parent_pid = ::getpid();
+  // Registered under the lock that kill_strays reads the registry under: a child between fork
+  // and registration is never taken for a stray.
+  std::unique_lock<std::mutex> registering(g_children_mutex);
   pid_t pid = ::fork();
+  if (pid > 0) g_children.insert(pid);
+  registering.unlock();
   if (pid < 0) {
     error = "cannot start " + argv0 + ": fork: " + errno_text(errno);
     cleanup();
@@ -284,6 +401,7 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
     int raw = 0;
     while (::waitpid(pid, &raw, 0) < 0 && errno == EINTR) {
     }
+    forget_child(pid);
     if (got != static_cast<ssize_t>(sizeof report)) {
       error = "cannot run " + argv0 + ": child set-up failed";
     } else if (report.stage == static_cast<int>(ChildStage::kExec)) {
@@ -327,8 +445,9 @@ std::optional<ExitStatus> try_wait(int pid) {
   for (;;) {
     pid_t r = ::waitpid(pid, &raw, WNOHANG);
     if (r == 0) return std::nullopt;
-    if (r == pid) return status_from_wait(raw);
     if (r < 0 && errno == EINTR) continue;
+    forget_child(pid);
+    if (r == pid) return status_from_wait(raw);
     // ECHILD: not our child or already reaped; there is nothing left to wait for.
     return ExitStatus{};
   }
@@ -355,10 +474,48 @@ ExitStatus kill_group(int pid) {
   int raw = 0;
   for (;;) {
     pid_t r = ::waitpid(pid, &raw, 0);
-    if (r == pid) return status_from_wait(raw);
     if (r < 0 && errno == EINTR) continue;
+    forget_child(pid);
+    if (r == pid) return status_from_wait(raw);
     return ExitStatus{};
   }
+}
+
+std::vector<Stray> kill_strays(int group, std::chrono::milliseconds settle) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + settle;
+  // Members of the killed group that are still exiting have not handed their children over yet.
+  while (group > 0 && clock::now() < deadline) {
+    const std::vector<ProcEntry> table = proc_table();
+    if (std::none_of(table.begin(), table.end(), [&](const ProcEntry& p) { return p.pgrp == group && !ended(p); }))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  static std::mutex sweeping;  // one sweep at a time: each stray is reported once
+  std::lock_guard<std::mutex> one_at_a_time(sweeping);
+  const int self = ::getpid();
+  std::vector<Stray> found;
+  std::unordered_set<int> killed;
+  // Killing a stray's tree hands its members that outlive their parents to this process as well
+  // (zombies, or dying): further rounds reap them. Bounded, in case something keeps forking.
+  for (int round = 0; round < 50; ++round) {
+    std::vector<ProcEntry> strays;
+    {
+      const std::vector<ProcEntry> table = proc_table();
+      std::lock_guard<std::mutex> lock(g_children_mutex);
+      for (const ProcEntry& p : table)
+        if (p.ppid == self && !g_children.count(p.pid)) strays.push_back(p);
+    }
+    if (strays.empty()) break;
+    for (const ProcEntry& p : strays) {
+      if (ended(p)) continue;
+      if (!killed.count(p.pid)) found.push_back({p.pid, command_of(p.pid)});  // not one of a tree killed before
+      const std::unordered_set<int> tree = kill_tree(p.pid);
+      killed.insert(tree.begin(), tree.end());
+    }
+    for (const ProcEntry& p : strays) reap(p.pid, std::chrono::milliseconds(1000));
+  }
+  return found;
 }
 
 RunResult run_command(const std::vector<std::string>& argv,

@@ -1,6 +1,7 @@
 // Child processes for workers and builds: own process group, pipes for the
-// protocol, stdout+stderr to a log file, deadlines, and a kill that takes the
-// whole group (a candidate's own children included).
+// protocol, stdout+stderr to a log file, deadlines, a kill that takes the
+// whole group (a candidate's own children included), and a sweep for what
+// left the group.
 #pragma once
 #include <chrono>
 #include <filesystem>
@@ -45,6 +46,21 @@ std::optional<ExitStatus> try_wait(int pid);
 std::optional<ExitStatus> wait_for(int pid, std::chrono::milliseconds timeout);
 // SIGKILL to the whole process group, then reaps the child. Closes nothing.
 ExitStatus kill_group(int pid);
+
+// A process that left its worker's process group (setsid, a double fork) and was found by
+// kill_strays.
+struct Stray {
+  int pid = -1;
+  std::string command;  // its command line (or name), at most ~120 characters
+};
+// Kills and reaps every child of this process that spawn() did not start, with everything under
+// each. spawn() makes this process the subreaper of its descendants (PR_SET_CHILD_SUBREAPER), so
+// a process that escaped its worker's group is adopted here once its parent has gone, instead of
+// by init, and this finds it. First waits, up to `settle`, for the members of process group
+// `group` to end (a worker's group just killed: an orphan is adopted only when its parent has
+// exited); group <= 0: no wait. Returns the live strays it killed (zombies are only reaped).
+// Every child of this process must come from spawn(): any other is a stray.
+std::vector<Stray> kill_strays(int group, std::chrono::milliseconds settle = std::chrono::milliseconds(2000));
 
 // Runs a command to completion with a deadline; output (stdout+stderr) captured, at most
 // `max_output` bytes kept (the tail). Used for builds and probes.

@@ -272,14 +272,17 @@ struct CachedWhateverTheLoad {
 // timing (and the cached baseline would carry it). Its process writes a heartbeat (the wall clock)
 // every few milliseconds until killed; the candidate's worker and its process group must be gone
 // before the baseline is timed, so the last heartbeat comes before the baseline file is written.
-TEST(Timing, TheBaselineIsTimedAfterTheCandidateIsGone) {
-  fs::path dir = scratch("baseline-alone");
+// With own_session the process leaves the worker's group and session (setsid), out of reach of a
+// group kill: kbv adopts it as its subreaper, kills it and says so (process_left_running).
+void baseline_timed_after_the_candidate(const std::string& name, bool own_session) {
+  fs::path dir = scratch(name);
   const fs::path beat = dir / "heartbeat";
   const std::string problem = (kSource / "problems/level1/19_ReLU.py").string();
   std::string src = kbv::read_file(problem).text;
   src += "\n\nimport subprocess\n"
          "_beat = subprocess.Popen(['sh', '-c', 'while :; do date +%s.%N > " + beat.string() + ".tmp && mv -f " +
-         beat.string() + ".tmp " + beat.string() + "; sleep 0.002; done'])\n\n\n"
+         beat.string() + ".tmp " + beat.string() + "; sleep 0.002; done']" +
+         (own_session ? ", start_new_session=True" : "") + ")\n\n\n"
          "class ModelNew(Model):\n    pass\n";
   const fs::path sol = dir / "relu_with_a_heartbeat.py";
   ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
@@ -304,6 +307,23 @@ TEST(Timing, TheBaselineIsTimedAfterTheCandidateIsGone) {
                         << baselines[0] << " was written: it was running while the baseline was timed";
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(kbv::read_file(beat).text, last) << "the candidate's process outlived the evaluation";
+  int said = 0;
+  for (const auto& f : o.record["findings"])
+    if (f.value("rule", "") == "process_left_running") {
+      ++said;
+      EXPECT_EQ(f["severity"], "warn");
+      EXPECT_EQ(f["cheat"], "T17");
+      EXPECT_NE(f.value("message", "").find("while :; do date"), std::string::npos) << f.dump();
+    }
+  EXPECT_EQ(said, own_session ? 1 : 0) << "a process left in the worker's group goes with the group, unreported; "
+                                          "one that left the group is said: "
+                                       << o.record["findings"].dump(1);
+}
+
+TEST(Timing, TheBaselineIsTimedAfterTheCandidateIsGone) { baseline_timed_after_the_candidate("baseline-alone", false); }
+
+TEST(Timing, AProcessThatLeftTheGroupIsKilledBeforeTheBaseline) {
+  baseline_timed_after_the_candidate("baseline-alone-setsid", true);
 }
 
 TEST(Timing, BaselineCommandPrecomputesExportsAndImports) {

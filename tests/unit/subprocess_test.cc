@@ -4,9 +4,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -293,6 +296,135 @@ TEST_F(Subprocess, RunCommandThatCannotStart) {
   RunResult r = run_command({"kbv-no-such-program-xyz"}, {}, 1000ms);
   EXPECT_FALSE(r.started);
   EXPECT_EQ(r.error, "cannot run kbv-no-such-program-xyz: No such file or directory");
+}
+
+// Waits up to 5 s for a pid written to `file` by a test's shell.
+int pid_from(const std::filesystem::path& file) {
+  for (int i = 0; i < 500; ++i) {
+    std::string text = read_file(file).text;
+    if (!text.empty() && text.back() == '\n') return std::stoi(text);
+    std::this_thread::sleep_for(10ms);
+  }
+  return 0;
+}
+
+// Fields 4 (ppid) and 6 (session) of /proc/<pid>/stat; -1 when it cannot be read.
+int stat_field(int pid, int field) {
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").text;
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream in(stat.substr(paren + 1));
+  std::string v;
+  for (int i = 3; i <= field && in >> v; ++i)
+    if (i == field) return std::stoi(v);
+  return -1;
+}
+
+bool eventually_gone(int pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (gone(pid)) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+bool reported(const std::vector<Stray>& strays, int pid) {
+  return std::any_of(strays.begin(), strays.end(), [&](const Stray& s) { return s.pid == pid; });
+}
+
+// A process that left the group with setsid outlives kill_group (the gap kill_strays closes): it
+// is adopted by this process (spawn made it a subreaper) and killed with its own child.
+TEST_F(Subprocess, KillStraysTakesWhatLeftTheGroup) {
+  SpawnOptions o;
+  auto stray_file = dir_ / "stray.pid", child_file = dir_ / "child.pid";
+  o.argv = {"sh", "-c",
+            "setsid sh -c 'sleep 300 & echo $! > " + child_file.string() + "; wait' & echo $! > " +
+                stray_file.string() + "; exec sleep 300"};
+  std::string error;
+  auto worker = spawn(o, error);
+  ASSERT_TRUE(worker.has_value()) << error;
+  const int stray = pid_from(stray_file), its_child = pid_from(child_file);
+  ASSERT_GT(stray, 0);
+  ASSERT_GT(its_child, 0);
+  EXPECT_EQ(::getsid(stray), stray) << "the stray is in a session of its own";
+
+  kill_group(worker->pid);
+  ::close(worker->to_child);
+  ::close(worker->from_child);
+  EXPECT_FALSE(gone(stray)) << "the group kill does not reach a process that left the group";
+  for (int i = 0; i < 200 && stat_field(stray, 4) != ::getpid(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(stat_field(stray, 4), ::getpid()) << "adopted by this process, not by init";
+
+  std::vector<Stray> strays = kill_strays(worker->pid);
+  EXPECT_TRUE(reported(strays, stray)) << strays.size() << " strays reported";
+  EXPECT_FALSE(reported(strays, its_child)) << "killed with its parent, not reported apart";
+  for (const Stray& s : strays)
+    if (s.pid == stray) {
+      EXPECT_NE(s.command.find("sleep 300"), std::string::npos) << s.command;
+    }
+  EXPECT_TRUE(eventually_gone(stray));
+  EXPECT_TRUE(eventually_gone(its_child));
+}
+
+// An orphan made while its worker still runs (a double fork) is adopted at once; the sweep kills
+// it and leaves the children spawn() started alone.
+TEST_F(Subprocess, KillStraysLeavesSpawnedChildrenAlone) {
+  SpawnOptions o;
+  auto orphan_file = dir_ / "orphan.pid";
+  o.argv = {"sh", "-c", "(setsid sleep 300 & echo $! > " + orphan_file.string() + "); exec sleep 300"};
+  std::string error;
+  auto worker = spawn(o, error);
+  ASSERT_TRUE(worker.has_value()) << error;
+  SpawnOptions plain;
+  plain.argv = {"sleep", "300"};
+  auto other = spawn(plain, error);
+  ASSERT_TRUE(other.has_value()) << error;
+  const int orphan = pid_from(orphan_file);
+  ASSERT_GT(orphan, 0);
+  for (int i = 0; i < 200 && stat_field(orphan, 4) != ::getpid(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(stat_field(orphan, 4), ::getpid());
+
+  std::vector<Stray> strays = kill_strays(-1);
+  EXPECT_TRUE(reported(strays, orphan));
+  EXPECT_FALSE(reported(strays, worker->pid));
+  EXPECT_FALSE(reported(strays, other->pid));
+  EXPECT_TRUE(eventually_gone(orphan));
+  EXPECT_FALSE(try_wait(worker->pid).has_value()) << "a spawned child is not a stray";
+  EXPECT_FALSE(try_wait(other->pid).has_value()) << "a spawned child is not a stray";
+  for (const Child& c : {*worker, *other}) {
+    kill_group(c.pid);
+    ::close(c.to_child);
+    ::close(c.from_child);
+  }
+}
+
+// A stray that forks as fast as it can: stopped before it is killed, its whole session goes.
+TEST_F(Subprocess, KillStraysStopsAForkingStray) {
+  SpawnOptions o;
+  auto stray_file = dir_ / "stray.pid";
+  o.argv = {"sh", "-c",
+            "setsid sh -c 'while :; do sleep 300 & done' & echo $! > " + stray_file.string() + "; exec sleep 300"};
+  std::string error;
+  auto worker = spawn(o, error);
+  ASSERT_TRUE(worker.has_value()) << error;
+  const int stray = pid_from(stray_file);
+  ASSERT_GT(stray, 0);
+  std::this_thread::sleep_for(100ms);  // let it make some
+  kill_group(worker->pid);
+  ::close(worker->to_child);
+  ::close(worker->from_child);
+  std::vector<Stray> strays = kill_strays(worker->pid);
+  EXPECT_TRUE(reported(strays, stray));
+  EXPECT_TRUE(eventually_gone(stray));
+  // Nothing of its session is left running.
+  int left = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const int pid = std::stoi(name);
+    if (stat_field(pid, 6) == stray && !gone(pid)) ++left;
+  }
+  EXPECT_EQ(left, 0) << "processes of the stray's session still running";
 }
 
 TEST(ExitStatusDescribe, Words) {
