@@ -97,6 +97,7 @@ std::string WorkerProcess::died_detail() {
   end_group();
   std::string tail = tail_file(log_path_, 2000);
   std::string d = fmt::format("the {} worker {}", role_, how);
+  ended_ = fmt::format("it {} during an earlier request (log: {})", how, log_path_.string());
   if (!tail.empty()) d += fmt::format("; last output ({}):\n{}", log_path_.string(), tail);
   return d;
 }
@@ -109,7 +110,7 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
   Reply r;
   if (pid_ <= 0) {
     r.status = Reply::Status::died;
-    r.detail = "the " + role_ + " worker is not running";
+    r.detail = "the " + role_ + " worker is not running" + (ended_.empty() ? "" : ": " + ended_);
     return r;
   }
   std::string werr = write_message(to_, request);
@@ -151,6 +152,8 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
       r.status = Reply::Status::timeout;
       r.detail = fmt::format("no answer from the {} worker within {:.1f} s (op '{}'); its process group was killed",
                              role_, timeout.count() / 1000.0, request.value("op", ""));
+      ended_ = fmt::format("it was killed after no answer within {:.1f} s to op '{}'", timeout.count() / 1000.0,
+                           request.value("op", ""));
       return r;
     }
     case ReadResult::Status::eof:
@@ -160,6 +163,7 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
     case ReadResult::Status::error:
       r.status = Reply::Status::channel_error;
       r.detail = fmt::format("unreadable reply from the {} worker: {}", role_, rr.error);
+      ended_ = fmt::format("it was killed after an unreadable reply to op '{}': {}", request.value("op", ""), rr.error);
       kill_group(pid_);
       end_group();
       return r;
@@ -181,6 +185,7 @@ void WorkerProcess::stop() {
     write_message(to_, {{"op", "exit"}});
     if (!wait_for(pid_, std::chrono::milliseconds(3000))) kill_group(pid_);
     end_group();
+    ended_ = "it was stopped";
   }
   if (to_ >= 0) ::close(to_);
   if (from_ >= 0) ::close(from_);

@@ -68,6 +68,7 @@ class WorkerProcess {
   std::string role_;
   std::filesystem::path log_path_;
   std::vector<Stray> strays_;
+  std::string ended_;  // why the worker is gone, for requests made after (empty while it runs)
 };
 
 }  // namespace kbv

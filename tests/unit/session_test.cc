@@ -2,6 +2,7 @@
 // worker asks the supervisor something (fresh timing draws, docs/TIMING.md).
 #include "supervisor/session.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,9 +19,10 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 
 // Speaks the worker protocol on fds 3/4. "ask" {n}: asks {"op": "draw", "index": i} n times, then
-// replies with the answers it got.
+// replies with the answers it got. "leave": starts a process in a session of its own (out of the
+// worker's process group) and replies with its pid.
 constexpr const char* kFakeWorker = R"(#!/usr/bin/env python3
-import json, os, struct
+import json, os, struct, subprocess
 def read_exact(n):
     b = b""
     while len(b) < n:
@@ -39,6 +41,10 @@ while True:
     m = read()
     if m is None or m.get("op") == "exit":
         break
+    if m.get("op") == "leave":
+        p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        write({"ok": True, "pid": p.pid})
+        continue
     answers = []
     for i in range(m.get("n", 0)):
         write({"op": "draw", "index": i})
@@ -86,6 +92,30 @@ TEST(WorkerSession, AnAskWithoutAHandlerIsAGarbledChannel) {
   EXPECT_EQ(r.status, Reply::Status::channel_error);
   EXPECT_NE(r.detail.find("asked \"draw\" during op 'run', which takes no questions"), std::string::npos) << r.detail;
   EXPECT_FALSE(w->alive());
+  Reply after = w->call({{"op", "time"}, {"n", 0}}, milliseconds(10000));
+  EXPECT_EQ(after.status, Reply::Status::died);
+  EXPECT_NE(after.detail.find("the candidate worker is not running: it was killed after an unreadable reply to op 'run'"),
+            std::string::npos)
+      << after.detail;
+}
+
+// A process the worker started in a session of its own survives a kill of the worker's group; the
+// worker's stop finds it (kbv adopted it), kills it and names it.
+TEST(WorkerSession, StopKillsWhatLeftTheGroupAndNamesIt) {
+  auto w = start_fake();
+  ASSERT_TRUE(w);
+  Reply r = w->call({{"op", "leave"}}, milliseconds(10000));
+  ASSERT_EQ(r.status, Reply::Status::ok) << r.detail;
+  const int pid = r.body["pid"].get<int>();
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(::getsid(pid), pid);
+  w->stop();
+  ASSERT_EQ(w->strays().size(), 1u);
+  EXPECT_EQ(w->strays()[0].pid, pid);
+  EXPECT_EQ(w->strays()[0].command, "sleep 300");
+  EXPECT_NE(::kill(pid, 0), 0) << "the process that left the group is still there";
+  Reply after = w->call({{"op", "time"}, {"n", 0}}, milliseconds(10000));
+  EXPECT_NE(after.detail.find("the candidate worker is not running: it was stopped"), std::string::npos) << after.detail;
 }
 
 TEST(WorkerSession, TimeSpentAnsweringDoesNotCountAgainstTheDeadline) {
