@@ -145,12 +145,52 @@ TEST_F(Subprocess, TryWaitWhileRunning) {
   ::close(child->from_child);
 }
 
-// A process is gone once kill(pid, 0) fails; a zombie left to a non-reaping init counts too.
-bool gone(int pid) {
-  if (::kill(pid, 0) != 0) return true;
+// Field `field` (3: state, 4: ppid, 6: session) of /proc/<pid>/stat; "" when it cannot be read.
+std::string stat_field(int pid, int field) {
   std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").text;
-  size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+  size_t paren = stat.rfind(')');  // comm may hold spaces and parentheses
+  if (paren == std::string::npos) return "";
+  std::istringstream in(stat.substr(paren + 1));
+  std::string v;
+  for (int i = 3; i <= field && in >> v; ++i)
+    if (i == field) return v;
+  return "";
+}
+
+int stat_number(int pid, int field) {
+  const std::string v = stat_field(pid, field);
+  return v.empty() ? -1 : std::stoi(v);
+}
+
+// A process is gone once kill(pid, 0) fails; a zombie left to a non-reaping init counts too.
+bool gone(int pid) { return ::kill(pid, 0) != 0 || stat_field(pid, 3) == "Z"; }
+
+// Polls gone() every 10 ms for up to 2 s.
+bool eventually_gone(int pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (gone(pid)) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// Polls for up to 2 s until `pid`'s parent is this process (spawn made it a subreaper).
+bool eventually_adopted(int pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (stat_number(pid, 4) == ::getpid()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// Waits up to `within` for a pid written (with a newline) to `file` by a test's shell; 0 if none.
+int pid_from(const std::filesystem::path& file, std::chrono::milliseconds within = 5000ms) {
+  for (auto waited = 0ms; waited < within; waited += 10ms) {
+    std::string text = read_file(file).text;
+    if (!text.empty() && text.back() == '\n') return std::stoi(text);
+    std::this_thread::sleep_for(10ms);
+  }
+  return 0;
 }
 
 TEST_F(Subprocess, TimeoutThenKillGroupTakesGrandchildren) {
@@ -160,12 +200,7 @@ TEST_F(Subprocess, TimeoutThenKillGroupTakesGrandchildren) {
   std::string error;
   auto child = spawn(o, error);
   ASSERT_TRUE(child.has_value()) << error;
-  int grandchild = 0;
-  for (int i = 0; i < 200 && grandchild == 0; ++i) {
-    std::string text = read_file(pid_file).text;
-    if (!text.empty() && text.back() == '\n') grandchild = std::stoi(text);
-    else std::this_thread::sleep_for(10ms);
-  }
+  const int grandchild = pid_from(pid_file, 2000ms);
   ASSERT_GT(grandchild, 0);
   EXPECT_EQ(::kill(grandchild, 0), 0);
 
@@ -178,12 +213,7 @@ TEST_F(Subprocess, TimeoutThenKillGroupTakesGrandchildren) {
   ExitStatus s = kill_group(child->pid);
   EXPECT_TRUE(s.signaled);
   EXPECT_EQ(s.signal, SIGKILL);
-  bool grandchild_gone = false;
-  for (int i = 0; i < 200 && !grandchild_gone; ++i) {
-    grandchild_gone = gone(grandchild);
-    if (!grandchild_gone) std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_TRUE(grandchild_gone);
+  EXPECT_TRUE(eventually_gone(grandchild));
   ::close(child->to_child);
   ::close(child->from_child);
 }
@@ -275,12 +305,7 @@ TEST_F(Subprocess, RunCommandDoesNotWaitForBackgroundJobs) {
   EXPECT_LT(took, 2000ms);
   // The background job is killed with the command's group.
   int bg = std::stoi(read_file(pid_file).text);
-  bool bg_gone = false;
-  for (int i = 0; i < 200 && !bg_gone; ++i) {
-    bg_gone = gone(bg);
-    if (!bg_gone) std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_TRUE(bg_gone);
+  EXPECT_TRUE(eventually_gone(bg));
 }
 
 TEST_F(Subprocess, RunCommandKeepsTheTail) {
@@ -296,36 +321,6 @@ TEST_F(Subprocess, RunCommandThatCannotStart) {
   RunResult r = run_command({"kbv-no-such-program-xyz"}, {}, 1000ms);
   EXPECT_FALSE(r.started);
   EXPECT_EQ(r.error, "cannot run kbv-no-such-program-xyz: No such file or directory");
-}
-
-// Waits up to 5 s for a pid written to `file` by a test's shell.
-int pid_from(const std::filesystem::path& file) {
-  for (int i = 0; i < 500; ++i) {
-    std::string text = read_file(file).text;
-    if (!text.empty() && text.back() == '\n') return std::stoi(text);
-    std::this_thread::sleep_for(10ms);
-  }
-  return 0;
-}
-
-// Fields 4 (ppid) and 6 (session) of /proc/<pid>/stat; -1 when it cannot be read.
-int stat_field(int pid, int field) {
-  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").text;
-  size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream in(stat.substr(paren + 1));
-  std::string v;
-  for (int i = 3; i <= field && in >> v; ++i)
-    if (i == field) return std::stoi(v);
-  return -1;
-}
-
-bool eventually_gone(int pid) {
-  for (int i = 0; i < 200; ++i) {
-    if (gone(pid)) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
 }
 
 bool reported(const std::vector<Stray>& strays, int pid) {
@@ -352,8 +347,7 @@ TEST_F(Subprocess, KillStraysTakesWhatLeftTheGroup) {
   ::close(worker->to_child);
   ::close(worker->from_child);
   EXPECT_FALSE(gone(stray)) << "the group kill does not reach a process that left the group";
-  for (int i = 0; i < 200 && stat_field(stray, 4) != ::getpid(); ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(stat_field(stray, 4), ::getpid()) << "adopted by this process, not by init";
+  EXPECT_TRUE(eventually_adopted(stray)) << "adopted by this process, not by init; parent " << stat_number(stray, 4);
 
   std::vector<Stray> strays = kill_strays(worker->pid);
   EXPECT_TRUE(reported(strays, stray)) << strays.size() << " strays reported";
@@ -381,8 +375,7 @@ TEST_F(Subprocess, KillStraysLeavesSpawnedChildrenAlone) {
   ASSERT_TRUE(other.has_value()) << error;
   const int orphan = pid_from(orphan_file);
   ASSERT_GT(orphan, 0);
-  for (int i = 0; i < 200 && stat_field(orphan, 4) != ::getpid(); ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_EQ(stat_field(orphan, 4), ::getpid());
+  ASSERT_TRUE(eventually_adopted(orphan)) << "parent " << stat_number(orphan, 4);
 
   std::vector<Stray> strays = kill_strays(-1);
   EXPECT_TRUE(reported(strays, orphan));
@@ -422,7 +415,7 @@ TEST_F(Subprocess, KillStraysStopsAForkingStray) {
     const std::string name = e.path().filename().string();
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
     const int pid = std::stoi(name);
-    if (stat_field(pid, 6) == stray && !gone(pid)) ++left;
+    if (stat_number(pid, 6) == stray && !gone(pid)) ++left;
   }
   EXPECT_EQ(left, 0) << "processes of the stray's session still running";
 }
