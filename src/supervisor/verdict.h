@@ -48,7 +48,7 @@ struct Protocol {
 // How the measured calls' inputs are drawn (timing sets and fresh draws, the memory phase): on the
 // device whatever the protocol. `input_draw = "host"` reproduces upstream's correctness values;
 // timing and memory do not depend on the values, and host draws of multi-GiB inputs took most
-// of an evaluation (docs/RESULTS-2026-12-03.md, fifth session).
+// of an evaluation on the GPU (measurements: docs/results/).
 inline constexpr const char* kMeasuredDraw = "device";
 
 // Upstream KernelBench: trial seeds drawn from seed 42, allclose at 1e-2, no hidden distributions.

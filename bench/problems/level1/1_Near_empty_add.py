@@ -1,4 +1,4 @@
-# Benchmark problem (bench/overhead.sh): a call that does almost nothing, to measure what the
+# Benchmark problem (bench/bench.py overhead): a call that does almost nothing, to measure what the
 # timer itself costs. One element plus one.
 import torch
 import torch.nn as nn
