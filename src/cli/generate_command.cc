@@ -9,6 +9,7 @@
 
 #include "generate/generate.h"
 #endif
+#include "cli/output.h"
 
 namespace kbv::cli {
 
@@ -83,7 +84,7 @@ std::unique_ptr<GenerateCommand> add_generate_command(CLI::App& app) {
         return 2;
       }
     }
-    return generate_run(*o);
+    return finish("kbv generate", generate_run(*o, printer("kbv generate")));
   };
   return cmd;
 }

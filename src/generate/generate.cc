@@ -88,46 +88,38 @@ struct Tally {
 
 }  // namespace
 
+namespace {
+// Done, or done with some samples left for a re-run (the lines before said which and why).
+Outcome some_failed(size_t failed) { return failed ? Outcome::fail(Status::incomplete, "") : Outcome::done(); }
+}  // namespace
+
 std::string sample_stem(int level, int problem_id, int sample_id) {
   return fmt::format("level_{}_problem_{}_sample_{}", level, problem_id, sample_id);
 }
 
-int generate_run(const GenerateOptions& o) {
+Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
   if (o.samples < 1 || o.concurrency < 1) {
-    std::fprintf(stderr, "kbv generate: --samples and --concurrency must be at least 1\n");
-    return 2;
+    return Outcome::fail(Status::input_error, "--samples and --concurrency must be at least 1");
   }
   if (o.model.empty()) {
-    std::fprintf(stderr, "kbv generate: --model is required (the name the endpoint knows the model by)\n");
-    return 2;
+    return Outcome::fail(Status::input_error, "--model is required (the name the endpoint knows the model by)");
   }
   std::string error;
   EndpointOptions http = o.http;
   http.url = chat_completions_url(o.endpoint, error);
-  if (http.url.empty()) {
-    std::fprintf(stderr, "kbv generate: %s\n", error.c_str());
-    return 2;
-  }
+  if (http.url.empty()) return Outcome::fail(Status::input_error, error);
   const std::string host = url_host(http.url);
   Discovery dataset = discover_dataset(o.problems_dir, o.level);
-  if (!dataset.error.empty()) {
-    std::fprintf(stderr, "kbv generate: %s\n", dataset.error.c_str());
-    return 2;
-  }
-  for (const auto& w : dataset.warnings) std::fprintf(stderr, "kbv generate: warning: %s\n", w.c_str());
+  if (!dataset.error.empty()) return Outcome::fail(Status::input_error, dataset.error);
+  for (const auto& w : dataset.warnings) warn(notify, w);
   std::optional<PromptTemplates> templates = load_prompt_templates(o.prompt, error);
-  if (!templates) {
-    std::fprintf(stderr, "kbv generate: %s\n", error.c_str());
-    return 2;
-  }
+  if (!templates) return Outcome::fail(Status::input_error, error);
   if (!o.dry_run) {
     std::error_code ec;
     fs::create_directories(o.run_dir / "prompts", ec);
-    if (ec) {
-      std::fprintf(stderr, "kbv generate: cannot create %s: %s\n", (o.run_dir / "prompts").c_str(),
-                   ec.message().c_str());
-      return 2;
-    }
+    if (ec)
+      return Outcome::fail(Status::input_error,
+                           fmt::format("cannot create {}: {}", (o.run_dir / "prompts").string(), ec.message()));
   }
 
   // Prompts, and the samples still missing.
@@ -157,8 +149,8 @@ int generate_run(const GenerateOptions& o) {
     std::optional<Prompt> prompt;
     if (source.ok) prompt = render_prompt(*templates, source.text, error);
     if (!source.ok || !prompt) {
-      std::fprintf(stderr, "kbv generate: level %d problem %d: %s; its %zu sample(s) are not generated\n", p.level,
-                   p.id, source.ok ? error.c_str() : source.error.c_str(), missing.size());
+      info(notify, fmt::format("level {} problem {}: {}; its {} sample(s) are not generated", p.level, p.id,
+                               source.ok ? error : source.error, missing.size()));
       ++bad_problems;
       continue;
     }
@@ -167,43 +159,37 @@ int generate_run(const GenerateOptions& o) {
     pp->prompt_file = fmt::format("prompts/level_{}_problem_{}_{}.md", p.level, p.id, pp->prompt.hash.substr(0, 12));
     if (!o.dry_run && !fs::exists(o.run_dir / pp->prompt_file)) {
       std::string e = write_file_atomic(o.run_dir / pp->prompt_file, pp->prompt.text);
-      if (!e.empty()) {
-        std::fprintf(stderr, "kbv generate: %s\n", e.c_str());
-        return 2;
-      }
+      if (!e.empty()) return Outcome::fail(Status::input_error, e);
     }
     for (int s : missing) tasks.push_back(Task{pp.get(), s});
     prompts.push_back(std::move(pp));
   }
   for (const auto& [model, n] : other_models)
-    std::fprintf(stderr, "kbv generate: warning: %s already holds %zu sample(s) from model %s; new ones come from %s\n",
-                 o.run_dir.c_str(), n, model.c_str(), o.model.c_str());
+    warn(notify, fmt::format("{} already holds {} sample(s) from model {}; new ones come from {}", o.run_dir.string(), n,
+                             model, o.model));
 
   std::string api_key;
   if (const char* k = std::getenv(o.api_key_env.c_str()); k && *k) api_key = k;
-  std::fprintf(stderr, "kbv generate: %zu sample(s) to generate with %s at %s (%s prompt, %s%s%s), %zu already in %s\n",
-               tasks.size(), o.model.c_str(), host.c_str(), o.prompt.variant.c_str(), o.prompt.precision.c_str(),
-               o.prompt.hardware.empty() ? "" : ", hardware ", o.prompt.hardware.c_str(), already, o.run_dir.c_str());
+  info(notify, fmt::format("{} sample(s) to generate with {} at {} ({} prompt, {}{}{}), {} already in {}", tasks.size(),
+                           o.model, host, o.prompt.variant, o.prompt.precision,
+                           o.prompt.hardware.empty() ? "" : ", hardware ", o.prompt.hardware, already,
+                           o.run_dir.string()));
   if (api_key.empty() && !tasks.empty())
-    std::fprintf(stderr, "kbv generate: no API key: $%s is not set, so requests carry no Authorization header\n",
-                 o.api_key_env.c_str());
+    info(notify, fmt::format("no API key: ${} is not set, so requests carry no Authorization header", o.api_key_env));
   if (o.dry_run) {
     if (!prompts.empty()) {
-      std::fprintf(stderr, "kbv generate: dry run; the prompt for level %d problem %d follows, nothing was sent\n",
-                   prompts.front()->problem->level, prompts.front()->problem->id);
-      std::fwrite(prompts.front()->prompt.text.data(), 1, prompts.front()->prompt.text.size(), stdout);
+      info(notify, fmt::format("dry run; the prompt for level {} problem {} follows, nothing was sent",
+                               prompts.front()->problem->level, prompts.front()->problem->id));
+      data(notify, prompts.front()->prompt.text);
     }
-    return bad_problems ? 1 : 0;
+    return some_failed(bad_problems);
   }
-  if (tasks.empty()) return bad_problems ? 1 : 0;
+  if (tasks.empty()) return some_failed(bad_problems);
 
-  if (std::string e = init_http(); !e.empty()) {
-    std::fprintf(stderr, "kbv generate: %s\n", e.c_str());
-    return 2;
-  }
+  if (std::string e = init_http(); !e.empty()) return Outcome::fail(Status::internal, e);
   http.api_key = api_key;
 
-  std::mutex mu;  // tally and stderr
+  std::mutex mu;  // tally and notices
   Tally tally;
   tally.total = tasks.size();
   std::atomic<size_t> next{0};
@@ -333,8 +319,8 @@ int generate_run(const GenerateOptions& o) {
         tally.cost += *cost;
         tally.cost_known = true;
       }
-      std::fprintf(stderr, "[%zu/%zu] level %d problem %d sample %d: %s | %s\n", tally.done, tally.total, p.level,
-                   p.id, task.sample, outcome.c_str(), tally.so_far().c_str());
+      progress(notify, fmt::format("[{}/{}] level {} problem {} sample {}: {} | {}", tally.done, tally.total, p.level,
+                                   p.id, task.sample, outcome, tally.so_far()));
     }
   };
   std::vector<std::thread> threads;
@@ -346,14 +332,12 @@ int generate_run(const GenerateOptions& o) {
   if (tally.no_code) summary += fmt::format(", {} of them without a code block (they count as failed)", tally.no_code);
   if (tally.failed) summary += fmt::format(", {} failed (run again to retry them)", tally.failed);
   summary += "; " + tally.so_far();
-  if (interrupted()) {
-    std::fprintf(stderr, "kbv generate: interrupted: %s; %zu not started or abandoned; run again to resume\n",
-                 summary.c_str(), tally.total - tally.done);
-    return 130;
-  }
-  std::fprintf(stderr, "kbv generate: %s; in %s\n", summary.c_str(), o.run_dir.c_str());
-  if (!write_error.empty()) return 2;
-  return tally.failed || bad_problems ? 1 : 0;
+  if (interrupted())
+    return Outcome::fail(Status::interrupted, fmt::format("interrupted: {}; {} not started or abandoned; run again to resume",
+                                                          summary, tally.total - tally.done));
+  info(notify, fmt::format("{}; in {}", summary, o.run_dir.string()));
+  if (!write_error.empty()) return Outcome::fail(Status::input_error, "cannot write the run folder: " + write_error);
+  return some_failed(tally.failed + bad_problems);
 }
 
 }  // namespace kbv

@@ -15,6 +15,7 @@
 
 #include "generate/client.h"
 #include "generate/prompt.h"
+#include "util/outcome.h"
 
 namespace kbv {
 
@@ -38,9 +39,10 @@ struct GenerateOptions {
   bool dry_run = false;                          // print the first prompt and the plan; send nothing
 };
 
-// Returns the process exit code: 0 every sample done, 1 some requests failed (re-run to retry),
-// 2 bad input (dataset, templates, endpoint), 130 interrupted.
-int generate_run(const GenerateOptions& options);
+// Every sample generated (ok); some requests or problems failed (incomplete: a re-run retries
+// them); bad input: dataset, templates, endpoint (input_error); interrupted. Progress, warnings
+// and the dry run's prompt (data) go to `notify`.
+Outcome generate_run(const GenerateOptions& options, const Notify& notify);
 
 // The file names of one sample, relative to the run folder.
 std::string sample_stem(int level, int problem_id, int sample_id);

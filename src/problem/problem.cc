@@ -275,6 +275,18 @@ bool closes(std::string_view line, const Fence& fence) {
   return t.size() >= fence.ticks && t.find_first_not_of('`') == std::string_view::npos;
 }
 
+// A closing fence glued to the block's last line of code (`    return x```), which KernelBench's
+// extractor (the first ``` after the opening one ends the block) accepts: the code before it, or
+// nullopt when the line does not end with a run of at least the fence's backticks.
+std::optional<std::string_view> glued_close(std::string_view line, const Fence& fence) {
+  size_t end = line.find_last_not_of(" \t");
+  if (end == std::string_view::npos) return std::nullopt;
+  line = line.substr(0, end + 1);
+  size_t code_end = line.find_last_not_of('`');
+  if (code_end == std::string_view::npos || line.size() - (code_end + 1) < fence.ticks) return std::nullopt;
+  return line.substr(0, code_end + 1);
+}
+
 bool is_language_tag(std::string_view info) {
   std::string tag = lower(info);
   return tag == "python" || tag == "py" || tag == "cpp" || tag == "c++" || tag == "cuda" ||
@@ -424,6 +436,10 @@ Extraction extract_code(std::string_view text) {
         open.reset();  // a block left open inside the reasoning ends with it
       } else {
         if (closes(content, *open)) {
+          open.reset();
+          reading_chosen = false;
+        } else if (std::optional<std::string_view> last = glued_close(content, *open)) {
+          if (reading_chosen) code.emplace_back(dedent(*last, open->indent), line.number);
           open.reset();
           reading_chosen = false;
         } else if (reading_chosen) {

@@ -184,7 +184,7 @@ TEST_F(Generate, WritesTheRunFolderAndRecordsEachSample) {
   o.max_tokens = 4096;
   o.reasoning_effort = "high";
   o.extra_body = {{"top_p", 0.95}};
-  EXPECT_EQ(generate_run(o), 0);
+  EXPECT_EQ(generate_run(o, {}).status, Status::ok);
   ::unsetenv("KBV_TEST_API_KEY");
 
   for (int s = 0; s < 2; ++s) {
@@ -257,7 +257,7 @@ TEST_F(Generate, RetriesA429AndA500ThenSucceeds) {
   GenerateOptions o = options(server);
   o.level = 1;
   fs::remove(problems_ / "level1/2_Beta.py");
-  EXPECT_EQ(generate_run(o), 0);
+  EXPECT_EQ(generate_run(o, {}).status, Status::ok);
   json side = sidecar(1, 1, 0);
   EXPECT_EQ(side["status"], "ok");
   EXPECT_EQ(side["attempts"], 3);
@@ -278,7 +278,7 @@ TEST_F(Generate, ATimeoutIsRetried) {
   fs::remove(problems_ / "level1/2_Beta.py");
   o.http.request_timeout_s = 1;
   auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(generate_run(o), 0);
+  EXPECT_EQ(generate_run(o, {}).status, Status::ok);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2900ms);  // did not wait for the slow answer
   json side = sidecar(1, 1, 0);
   EXPECT_EQ(side["attempts"], 2);
@@ -294,7 +294,7 @@ TEST_F(Generate, FailedRequestsAreReportedAndARerunFillsThem) {
     FakeServer server(dir_ / "server", routes);
     GenerateOptions o = options(server);
     o.http.retries = 2;
-    EXPECT_EQ(generate_run(o), 1);
+    EXPECT_EQ(generate_run(o, {}).status, Status::incomplete);
     EXPECT_EQ(server.requests_for(0), 3u);  // 503: the first attempt and two retries
     EXPECT_EQ(server.requests_for(1), 1u);  // 400: not retried
     json alpha = sidecar(1, 1, 0);
@@ -312,7 +312,7 @@ TEST_F(Generate, FailedRequestsAreReportedAndARerunFillsThem) {
   routes[0]["replies"] = {code_reply("ALPHA = 1")};
   routes[1]["replies"] = {code_reply("BETA = 1")};
   FakeServer server(dir_ / "server", routes);
-  EXPECT_EQ(generate_run(options(server)), 0);
+  EXPECT_EQ(generate_run(options(server), {}).status, Status::ok);
   EXPECT_EQ(server.requests_for(0), 1u);
   EXPECT_EQ(server.requests_for(1), 1u);
   EXPECT_EQ(server.requests_for(2), 0u);  // already done
@@ -326,7 +326,7 @@ TEST_F(Generate, AnAnswerWithoutCodeIsRecordedNotDropped) {
                                   {"replies", {{{"content", "I would rather not."}, {"finish_reason", "length"}}}}},
                                  {{"match", kBeta}, {"replies", {{{"content", "```python\n\n```\n"}}}}},
                                  {{"match", kGamma}, {"replies", {code_reply("GAMMA = 1")}}}}));
-  EXPECT_EQ(generate_run(options(server)), 0);
+  EXPECT_EQ(generate_run(options(server), {}).status, Status::ok);
   EXPECT_FALSE(fs::exists(kernel(1, 1, 0)));
   EXPECT_EQ(read(response(1, 1, 0)), "I would rather not.");
   json alpha = sidecar(1, 1, 0);
@@ -349,7 +349,7 @@ TEST_F(Generate, AnAnswerWithoutCodeIsRecordedNotDropped) {
 
   // Done: a re-run asks nothing.
   size_t before = server.requests().size();
-  EXPECT_EQ(generate_run(options(server)), 0);
+  EXPECT_EQ(generate_run(options(server), {}).status, Status::ok);
   EXPECT_EQ(server.requests().size(), before);
 }
 
@@ -364,7 +364,7 @@ TEST_F(Generate, CodeInsideAReasoningSectionIsSkipped) {
                                   {"content", "```python\nRIGHT = 2\n```"}}}}},
                    {{"match", kGamma},
                     {"replies", {{{"reasoning_content", "```python\nWRONG = 3\n```"}, {"content", "Done."}}}}}}));
-  EXPECT_EQ(generate_run(options(server)), 0);
+  EXPECT_EQ(generate_run(options(server), {}).status, Status::ok);
   EXPECT_EQ(read(kernel(1, 1, 0)), "RIGHT = 1\n");
   EXPECT_EQ(sidecar(1, 1, 0)["extraction"]["skipped_in_reasoning"], 1);
   EXPECT_EQ(read(kernel(1, 2, 0)), "RIGHT = 2\n");
@@ -384,19 +384,19 @@ TEST_F(Generate, ARerunFillsOnlyMissingSamples) {
                                  {{"match", kGamma}, {"replies", {code_reply("G")}}}}));
   GenerateOptions o = options(server, 1);
   o.level = 1;
-  EXPECT_EQ(generate_run(o), 0);
+  EXPECT_EQ(generate_run(o, {}).status, Status::ok);
   EXPECT_EQ(server.requests().size(), 2u);
   // A sample written by someone else (upstream KernelBench, by hand) counts as done.
   std::ofstream(kernel(1, 2, 2)) << "MINE\n";
   o.samples = 3;
-  EXPECT_EQ(generate_run(o), 0);
+  EXPECT_EQ(generate_run(o, {}).status, Status::ok);
   EXPECT_EQ(server.requests_for(0), 3u);
   EXPECT_EQ(server.requests_for(1), 2u);
   EXPECT_EQ(server.requests_for(2), 0u);
   EXPECT_EQ(read(kernel(1, 1, 0)), "A0\n");
   EXPECT_EQ(read(kernel(1, 2, 2)), "MINE\n");
   EXPECT_EQ(discover_run(run_).samples.size(), 6u);
-  EXPECT_EQ(generate_run(o), 0);
+  EXPECT_EQ(generate_run(o, {}).status, Status::ok);
   EXPECT_EQ(server.requests().size(), 5u);
 }
 
@@ -412,7 +412,7 @@ TEST_F(Generate, CostFromTheEndpointOrFromPrices) {
   o.level = 1;
   o.price_input = 1.5;
   o.price_output = 10;
-  EXPECT_EQ(generate_run(o), 0);
+  EXPECT_EQ(generate_run(o, {}).status, Status::ok);
   EXPECT_EQ(sidecar(1, 1, 0)["cost_usd"], 0.25);
   EXPECT_EQ(sidecar(1, 1, 0)["cost_source"], "endpoint");
   EXPECT_DOUBLE_EQ(sidecar(1, 2, 0)["cost_usd"].get<double>(), 2 * 1.5 + 1 * 10);
@@ -420,7 +420,7 @@ TEST_F(Generate, CostFromTheEndpointOrFromPrices) {
   o.level = 2;
   o.price_input.reset();
   o.price_output.reset();
-  EXPECT_EQ(generate_run(o), 0);
+  EXPECT_EQ(generate_run(o, {}).status, Status::ok);
   EXPECT_TRUE(sidecar(2, 1, 0)["cost_usd"].is_null());
 }
 
@@ -430,7 +430,7 @@ TEST_F(Generate, NoServerMeansAFailedRequestWithTheReason) {
   o.level = 2;
   o.endpoint = "http://127.0.0.1:1/v1";  // nothing listens on port 1
   o.http.retries = 1;
-  EXPECT_EQ(generate_run(o), 1);
+  EXPECT_EQ(generate_run(o, {}).status, Status::incomplete);
   json side = sidecar(2, 1, 0);
   EXPECT_EQ(side["status"], "request_failed");
   EXPECT_EQ(side["attempts"], 2);

@@ -397,6 +397,22 @@ TEST(ExtractCode, TextAfterTheFenceThatIsNotATagIsCode) {
   EXPECT_EQ(e.first_line, 1);
 }
 
+TEST(ExtractCode, AClosingFenceGluedToTheLastLineEndsTheBlock) {
+  // KernelBench's extractor ends the block at the first ``` after the opening one, so answers
+  // like this one are taken upstream; the code before the fence is the block's last line.
+  Extraction e = extract_code("```python\ndef get_inputs():\n    return []```\nSome prose.\n```\nx = 2\n```\n");
+  ASSERT_TRUE(e.found);
+  EXPECT_EQ(e.code, "def get_inputs():\n    return []\n");
+  EXPECT_EQ(e.language_tag, "python");
+  EXPECT_EQ(e.block_count, 2);
+  // Trailing blanks after the glued fence, and a longer run, close it too.
+  EXPECT_EQ(extract_code("```\nx = 1``` \t\n").code, "x = 1\n");
+  EXPECT_EQ(extract_code("````\nx = 1````\n").code, "x = 1\n");
+  // A run shorter than the opening fence does not.
+  Extraction shorter = extract_code("````\nx = 1```\ny = 2\n````\n");
+  EXPECT_EQ(shorter.code, "x = 1```\ny = 2\n");
+}
+
 TEST(ExtractCode, TwoBlocksTakesTheFirst) {
   Extraction e = extract_code(
       "First the kernel:\n"
