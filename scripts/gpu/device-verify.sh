@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # GPU verification in stages, for the device tool's short calls (each stage's logs and JSON under
 # $OUT/<stage>/). A stage that needs the build runs `build` first when build-gpu/kbv is missing.
-#   scripts/device-verify.sh build prebuild memory      one call
-#   scripts/device-verify.sh timing-tests bf16           the next (the machine still warm)
+#   scripts/gpu/device-verify.sh build prebuild memory      one call
+#   scripts/gpu/device-verify.sh timing-tests bf16           the next (the machine still warm)
 # Stages:
-#   build         cmake + ninja into build-gpu/ (scripts/device.sh --build-only)
+#   build         cmake + ninja into build-gpu/ (scripts/gpu/device.sh --build-only)
 #   prebuild      every CUDA example (and tests/data candidate) compiled into the test cache at once (16 cores), so the
 #                 GPU tests and the self-test that follow find them built (KBV_PREBUILD: an
 #                 extended regex of the paths to build, default all)
@@ -33,7 +33,7 @@
 # `wait SECONDS` prints the driver's new log lines for at most SECONDS (less if the stages end) and
 # packs what they wrote so far into $OUT/all.tgz. A stage running when the machine goes back is lost.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 out=${OUT:-$root/build-gpu/out}
 python=${KBV_PYTHON:-/opt/torch/.venv/bin/python3}
@@ -45,7 +45,7 @@ vdir=${KBV_VERIFY_DIR:-/tmp/kbv-verify}
 if [[ ${1:-} == detach ]]; then
   shift
   rm -rf "$vdir" && mkdir -p "$vdir/out"
-  KBV_DETACHED=1 OUT=$vdir/out setsid nohup "$root/scripts/device-verify.sh" "$@" > "$vdir/driver.log" 2>&1 < /dev/null &
+  KBV_DETACHED=1 OUT=$vdir/out setsid nohup "$root/scripts/gpu/device-verify.sh" "$@" > "$vdir/driver.log" 2>&1 < /dev/null &
   echo "device-verify: detached $* (pid $!), logs in $vdir"
   set -- wait "${KBV_WAIT:-560}"
 fi
@@ -90,7 +90,7 @@ stage() {
   local t0=$SECONDS
   case $name in
     build)
-      OUT=$dir scripts/device.sh --build-only > "$dir/stdout.log" 2>&1 || { tail -20 "$dir/stdout.log"; return 1; } ;;
+      OUT=$dir scripts/gpu/device.sh --build-only > "$dir/stdout.log" 2>&1 || { tail -20 "$dir/stdout.log"; return 1; } ;;
     prebuild-bg)
       (stage prebuild > "$dir/stdout.log" 2>&1; touch "$dir/finished") & ;;
     prebuild-wait)

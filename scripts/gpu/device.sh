@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# On the GPU machine (the device tool; carry .deps made by scripts/device-deps.sh):
+# On the GPU machine (the device tool; carry .deps made by scripts/gpu/device-deps.sh):
 # build with the machine's torch, run every test (GPU ones included) and the self-test.
 # Logs and JSON go to $OUT (default: build-gpu/out).
-#   scripts/device.sh            everything
-#   scripts/device.sh --gpu-only only the tests and self-test entries that need the GPU
-#   scripts/device.sh --build-only  only the build (into build-gpu/), for other work to follow
+#   scripts/gpu/device.sh            everything
+#   scripts/gpu/device.sh --gpu-only only the tests and self-test entries that need the GPU
+#   scripts/gpu/device.sh --build-only  only the build (into build-gpu/), for other work to follow
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 gpu_only=0
 build_only=0
 [[ "${1:-}" == "--gpu-only" ]] && { gpu_only=1; shift; }
