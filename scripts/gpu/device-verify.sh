@@ -38,7 +38,7 @@ root=$PWD
 out=${OUT:-$root/build-gpu/out}
 python=${KBV_PYTHON:-/opt/torch/.venv/bin/python3}
 export KBV_PYTHON=$python
-build=$root/build-gpu
+build=${KBV_GPU_BUILD:-$root/build-gpu}  # KBV_GPU_BUILD: a build folder elsewhere (scripts/gpu/check.sh)
 cache=$build/test-cache  # the tests' KBV_TEST_CACHE
 limit=${KBV_STAGE_TIMEOUT:-540}
 vdir=${KBV_VERIFY_DIR:-/tmp/kbv-verify}
@@ -140,12 +140,12 @@ stage() {
       # The full A/A takes about 18 minutes: its own limit (KBV_AA_TIMEOUT, 1500 s; run it detached).
       local lim=$limit rc
       [[ $name == aa ]] && lim=${KBV_AA_TIMEOUT:-1500}
-      OUT=$dir timeout "$lim" "$python" bench/bench.py "$name" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} "${extra[@]}" \
+      OUT=$dir timeout "$lim" "$python" bench/bench.py "$name" --kbv "$build/kbv" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} "${extra[@]}" \
         > "$dir/stdout.log" 2> "$dir/stderr.log"
       rc=$?
       say "bench $name rc=$rc"
       if [[ $name == aa && $rc -ne 0 && -d $dir/aa/run ]]; then  # cut off: summarise what was stored
-        OUT=$dir "$python" bench/bench.py aa --collect ${KBV_BENCH_ARGS:-} > "$dir/stdout.log" 2>> "$dir/stderr.log"
+        OUT=$dir "$python" bench/bench.py aa --kbv "$build/kbv" --collect ${KBV_BENCH_ARGS:-} > "$dir/stdout.log" 2>> "$dir/stderr.log"
         say "bench aa --collect rc=$? (the records stored before the cut)"
       fi
       tail -30 "$dir/stdout.log"; tail -5 "$dir/stderr.log" ;;

@@ -15,7 +15,7 @@ root=$PWD
 out=${OUT:-$root/build-gpu/out}
 mkdir -p "$out"
 python=${KBV_PYTHON:-/opt/torch/.venv/bin/python3}
-build=$root/build-gpu
+build=${KBV_GPU_BUILD:-$root/build-gpu}  # KBV_GPU_BUILD: a build folder elsewhere (scripts/gpu/check.sh)
 {
   date -u; nvidia-smi -L; nvcc --version | tail -1; "$python" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0))'
   ls /usr/include/sqlite3.h /usr/include/openssl/evp.h /usr/include/x86_64-linux-gnu/curl/curl.h /usr/lib/x86_64-linux-gnu/libcurl.so* /usr/include/nlohmann/json.hpp /usr/include/CLI/CLI.hpp /usr/include/fmt/format.h /usr/include/gtest/gtest.h 2>&1
