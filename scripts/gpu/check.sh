@@ -32,6 +32,6 @@ stages=("$@")
 ((${#stages[@]})) || stages=(build t17 timing-tests tf32 clocks two-gpu)
 # The stages run from a copy: a later call that sends the tree again cannot change them midway.
 rm -rf "$base/tree" && mkdir -p "$base/tree"
-tar cf - -C "$here" --exclude=./.git --exclude=./build --exclude='./build-*' . | tar xf - -C "$base/tree"
+tar cf - -C "$here" --anchored --exclude=./.git --exclude=./build --exclude='./build-*' . | tar xf - -C "$base/tree"
 export KBV_TIMING_FILTER=${KBV_TIMING_FILTER:-TimingGpu.*}
 exec "$base/tree/scripts/gpu/device-verify.sh" detach "${stages[@]}"

@@ -137,9 +137,21 @@ stage() {
     t17)
       # The T17 e2e tests (CPU device) and a plain CPU timing test, with the host's facts, the
       # records, the worker logs and the kernel's log around them.
+      # A worker that crashes leaves a core (here only): its backtrace is kept, the core is not.
       host_facts > "$dir/host.txt" 2>&1
-      gtest_one_by_one "$dir" "${KBV_T17_FILTER:-Timing.TheBaseline*:Timing.AProcess*:Timing.CpuHonestRecordCarriesTimingFields}"
-      dmesg 2>&1 | tail -60 > "$dir/dmesg.txt" ;;
+      local pattern; pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null)
+      echo "$dir/core.%p" > /proc/sys/kernel/core_pattern 2>/dev/null
+      ( ulimit -c unlimited
+        gtest_one_by_one "$dir" "${KBV_T17_FILTER:-Timing.TheBaseline*:Timing.AProcess*:Timing.CpuHonestRecordCarriesTimingFields}" )
+      [[ -n $pattern ]] && echo "$pattern" > /proc/sys/kernel/core_pattern 2>/dev/null
+      dmesg 2>&1 | tail -60 > "$dir/dmesg.txt"
+      local core n=0
+      for core in "$dir"/core.*; do
+        [[ -e $core ]] || continue
+        ((n++ < 2)) && cuda-gdb -batch -ex 'bt 40' -ex 'info registers rip r8 rdx' -ex 'x/12i $pc-24' \
+          "$python" "$core" > "$core.bt.txt" 2>&1 && say "backtrace of $(basename "$core"):" && grep -E "^#" "$core.bt.txt" | head -25
+        rm -f "$core"
+      done ;;
     clocks)
       # The SM clock over honest timed runs (the NVML throttle rule's threshold, docs/TIMING.md):
       # the reference as its own candidate on compute- and memory-bound problems, sampled for
