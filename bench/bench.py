@@ -88,6 +88,8 @@ def common_flags(args, cache_dir=None):
         flags += ["--time-cap", str(args.time_cap)]
     if args.launch_hold_us is not None:
         flags += ["--launch-hold-us", str(args.launch_hold_us)]
+    if args.rse:
+        flags += ["--rse", str(args.rse)]
     return flags
 
 
@@ -159,7 +161,11 @@ def aa_rows(work):
                      "events_host_disagreed": [r["timing"].get("events_host_disagreed", 0) for r in timed],
                      # the host's launch and the samples it outlasted the launch hold in (docs/TIMING.md)
                      "host_call_ms": [r["timing"]["candidate"].get("host_call_ms") for r in timed],
-                     "launch_hold_late": [r["timing"].get("launch_hold", {}).get("late") for r in timed]})
+                     "launch_hold_late": [r["timing"].get("launch_hold", {}).get("late") for r in timed],
+                     # the SM clock around the samples (NVML): expected, lowest, highest, reason bits
+                     "clock": [{k: r["timing"].get("clock", {}).get(k) for k in
+                                ("expected_sm_mhz", "sm_mhz_min", "sm_mhz_max", "reasons_seen", "throttled_kept")}
+                               for r in timed]})
     return rows
 
 
@@ -411,6 +417,7 @@ def main():
                     ",".join(DIAG_VARIANTS) + ")")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--time-cap", type=float, help="kbv --time-cap")
+    ap.add_argument("--rse", type=float, help="kbv --rse (a tiny one: the time cap decides how long each is sampled)")
     ap.add_argument("--launch-hold-us", type=float, help="kbv --launch-hold-us for every evaluation (default: kbv's; not with aa_diag's hold variants)")
     ap.add_argument("--cache-dir", default=str(out_dir() / "cache"), help="kbv cache (baselines, builds)")
     ap.add_argument("--problem", default="problems/level1/1_Square_matrix_multiplication_.py")

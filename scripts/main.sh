@@ -5,7 +5,7 @@
 # (cheats, crashes, timeouts; the CUDA entries show as skipped without a GPU).
 # Extra arguments go to both `kbv eval` and `kbv selftest` (e.g. --trials 2).
 # KBV_DEVICE=cpu|cuda overrides the device choice. KBV_SKIP_SETUP=1 with KBV_BUILD_DIR and
-# KBV_PYTHON uses a build made elsewhere (the GPU machine: scripts/device.sh --build-only).
+# KBV_PYTHON uses a build made elsewhere (the GPU machine: scripts/gpu/device.sh --build-only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -n "${KBV_SKIP_SETUP:-}" ]] || scripts/setup.sh

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <unordered_map>
 
@@ -143,6 +144,34 @@ json side_json(const Account& a) {
               {"growth_bytes_per_call", a.growth_per_call},
               {"calls", a.calls.size()},
               {"exact", a.exact}};
+}
+
+bool parse_status_rss(const std::string& status, int64_t& rss, int64_t& hwm) {
+  rss = hwm = -1;
+  // The value of a "Key:   123 kB" line in bytes; -1 when malformed.
+  auto value = [&](size_t at) -> int64_t {
+    size_t i = at;
+    while (i < status.size() && (status[i] == ' ' || status[i] == '\t')) ++i;
+    const size_t digits = i;
+    int64_t kb = 0;
+    for (; i < status.size() && status[i] >= '0' && status[i] <= '9'; ++i) {
+      if (kb > (INT64_MAX / 1024 - 9) / 10) return -1;
+      kb = kb * 10 + (status[i] - '0');
+    }
+    if (i == digits || status.compare(i, 3, " kB") != 0) return -1;
+    return kb * 1024;
+  };
+  for (size_t line = 0; line < status.size();) {
+    const size_t end = std::min(status.find('\n', line), status.size());
+    if (status.compare(line, 6, "VmRSS:") == 0) rss = value(line + 6);
+    if (status.compare(line, 6, "VmHWM:") == 0) hwm = value(line + 6);
+    line = end + 1;
+  }
+  if (rss < 0 || hwm < 0) {
+    rss = hwm = -1;
+    return false;
+  }
+  return true;
 }
 
 json rss_side_json(const std::vector<RssCall>& calls) {

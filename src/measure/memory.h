@@ -91,6 +91,11 @@ struct RssCall {
 };
 nlohmann::json rss_side_json(const std::vector<RssCall>& calls);
 
+// VmRSS and VmHWM in bytes from the text of /proc/<pid>/status ("VmRSS:\t  1234 kB" lines): false,
+// both -1, when either is missing or unreadable. Parsed by hand: the worker's iostream number
+// extraction crashed on the GPU machine (a libstdc++ mix in the worker module; docs/results).
+bool parse_status_rss(const std::string& status, int64_t& rss, int64_t& hwm);
+
 // The record's `memory` object and its findings from the worker replies: `candidate` and each
 // baseline are side objects (or {"measured": false, "reason"}).
 struct MemoryVerdict {

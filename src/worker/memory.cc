@@ -1,14 +1,17 @@
 // Worker-side memory measurement (memory.h, docs/MEMORY.md).
 #include "worker/memory.h"
 
+#include <fcntl.h>
 #include <malloc.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -55,25 +58,27 @@ void absorb(cupti::Records& records, Ledger& l) {
     l.device.push_back({m.time_ns, m.alloc, m.address, m.bytes, std::move(m.source)});
 }
 
-// VmRSS and VmHWM of this process in bytes, from /proc/self/status.
+// VmRSS and VmHWM of this process in bytes, from /proc/self/status. Plain read(2) and a
+// hand parser: the worker's iostream number extraction (std::istream >> long) crashed every CPU
+// memory measurement on the GPU machine, in the libstdc++ code linked into this module.
 bool read_rss(int64_t& rss, int64_t& hwm, std::string& error) {
-  std::ifstream in("/proc/self/status");
-  if (!in) {
-    error = "cannot read /proc/self/status";
+  rss = hwm = -1;
+  int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::string("cannot read /proc/self/status: ") + std::strerror(errno);
     return false;
   }
-  rss = hwm = -1;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream s(line);
-    std::string key;
-    int64_t kb = 0;
-    s >> key >> kb;
-    if (key == "VmRSS:") rss = kb * 1024;
-    if (key == "VmHWM:") hwm = kb * 1024;
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buffer, static_cast<size_t>(n));
   }
-  if (rss < 0 || hwm < 0) {
-    error = "/proc/self/status has no VmRSS/VmHWM";
+  ::close(fd);
+  if (!memory::parse_status_rss(text, rss, hwm)) {
+    error = "/proc/self/status has no readable VmRSS/VmHWM";
     return false;
   }
   return true;
@@ -81,10 +86,14 @@ bool read_rss(int64_t& rss, int64_t& hwm, std::string& error) {
 
 // Resets VmHWM to the current RSS ("5" > /proc/self/clear_refs, Linux >= 4.0).
 bool reset_hwm(std::string& error) {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  out.flush();
-  if (!out) {
+  int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+  ssize_t n = -1;
+  if (fd >= 0) {
+    do n = ::write(fd, "5", 1);
+    while (n < 0 && errno == EINTR);
+    ::close(fd);
+  }
+  if (n != 1) {
     error = "cannot write /proc/self/clear_refs (needed to reset the peak RSS before each call)";
     return false;
   }

@@ -4,6 +4,7 @@
 #include "measure/compute.h"
 #include "measure/memory.h"
 #include "supervisor/memory_phase.h"
+#include "util/fs.h"
 
 namespace kbv {
 namespace {
@@ -276,3 +277,34 @@ TEST(MemoryPhase, GpuAttributionWinsOverTheCpuAuditAndNotMeasuredKeepsIt) {
 
 }  // namespace
 }  // namespace kbv
+
+// The worker reads its peak RSS from /proc/self/status with this parser, not iostreams (the
+// iostream read crashed every CPU memory measurement on the GPU machine).
+TEST(MemoryAccounting, StatusRssIsParsedInBytes) {
+  const std::string status =
+      "Name:\tpython3\nVmPeak:\t 9999 kB\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nRssAnon:\t 5 kB\nThreads:\t17\n";
+  int64_t rss = 0, hwm = 0;
+  ASSERT_TRUE(kbv::memory::parse_status_rss(status, rss, hwm));
+  EXPECT_EQ(rss, 10240 * 1024);
+  EXPECT_EQ(hwm, 20480 * 1024);
+}
+
+TEST(MemoryAccounting, StatusWithoutRssOrWithAGarbledValueIsRefused) {
+  int64_t rss = 0, hwm = 0;
+  EXPECT_FALSE(kbv::memory::parse_status_rss("Name:\tx\nVmHWM:\t 1 kB\n", rss, hwm));
+  EXPECT_EQ(rss, -1);
+  EXPECT_EQ(hwm, -1);
+  EXPECT_FALSE(kbv::memory::parse_status_rss("VmRSS:\t 12x kB\nVmHWM:\t 1 kB\n", rss, hwm));
+  EXPECT_FALSE(kbv::memory::parse_status_rss("VmRSS:\t kB\nVmHWM:\t 1 kB\n", rss, hwm));
+  EXPECT_FALSE(kbv::memory::parse_status_rss("VmRSS:\t 99999999999999999999 kB\nVmHWM:\t 1 kB\n", rss, hwm));
+  EXPECT_FALSE(kbv::memory::parse_status_rss("", rss, hwm));
+}
+
+TEST(MemoryAccounting, ThisProcessStatusParses) {
+  const kbv::FileText t = kbv::read_file("/proc/self/status");
+  ASSERT_TRUE(t.ok) << t.error;
+  int64_t rss = 0, hwm = 0;
+  ASSERT_TRUE(kbv::memory::parse_status_rss(t.text, rss, hwm)) << t.text;
+  EXPECT_GT(rss, 0);
+  EXPECT_GE(hwm, rss);
+}

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # GPU verification in stages, for the device tool's short calls (each stage's logs and JSON under
 # $OUT/<stage>/). A stage that needs the build runs `build` first when build-gpu/kbv is missing.
-#   scripts/device-verify.sh build prebuild memory      one call
-#   scripts/device-verify.sh timing-tests bf16           the next (the machine still warm)
+#   scripts/gpu/device-verify.sh build prebuild memory      one call
+#   scripts/gpu/device-verify.sh timing-tests bf16           the next (the machine still warm)
 # Stages:
-#   build         cmake + ninja into build-gpu/ (scripts/device.sh --build-only)
+#   build         cmake + ninja into build-gpu/ (scripts/gpu/device.sh --build-only)
 #   prebuild      every CUDA example (and tests/data candidate) compiled into the test cache at once (16 cores), so the
 #                 GPU tests and the self-test that follow find them built (KBV_PREBUILD: an
 #                 extended regex of the paths to build, default all)
 #   memory        bench/memory.sh (the measured memory table) with KBV_CUPTI_DEBUG=1
 #   memory-tests  the MemoryGpu.* tests, one at a time
 #   timing-tests  the TimingGpu.* tests, one at a time (KBV_TIMING_FILTER: another gtest filter)
+#   t17           the T17 e2e tests on the CPU device and a plain CPU timing test, with the host's
+#                 facts, worker logs and dmesg (KBV_T17_FILTER: another gtest filter)
+#   clocks        the SM clock spread over honest timed runs (scripts/gpu/clock_spread.py)
+#   two-gpu       kbv eval --run over GPUs 0,1 against GPU 0 alone (scripts/gpu/two_gpu.py);
+#                 "skipped: 1 GPU" where nvidia-smi shows fewer than two
 #   bf16          the bf16 CUDA examples (GEMM, RMSNorm) at --precision bf16
 #   prebuild-bg   prebuild in the background (CPU work), for GPU stages that need no build;
 #   prebuild-wait waits for it
@@ -33,19 +38,19 @@
 # `wait SECONDS` prints the driver's new log lines for at most SECONDS (less if the stages end) and
 # packs what they wrote so far into $OUT/all.tgz. A stage running when the machine goes back is lost.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 out=${OUT:-$root/build-gpu/out}
 python=${KBV_PYTHON:-/opt/torch/.venv/bin/python3}
 export KBV_PYTHON=$python
-build=$root/build-gpu
+build=${KBV_GPU_BUILD:-$root/build-gpu}  # KBV_GPU_BUILD: a build folder elsewhere (scripts/gpu/check.sh)
 cache=$build/test-cache  # the tests' KBV_TEST_CACHE
 limit=${KBV_STAGE_TIMEOUT:-540}
 vdir=${KBV_VERIFY_DIR:-/tmp/kbv-verify}
 if [[ ${1:-} == detach ]]; then
   shift
   rm -rf "$vdir" && mkdir -p "$vdir/out"
-  KBV_DETACHED=1 OUT=$vdir/out setsid nohup "$root/scripts/device-verify.sh" "$@" > "$vdir/driver.log" 2>&1 < /dev/null &
+  KBV_DETACHED=1 OUT=$vdir/out setsid nohup "$root/scripts/gpu/device-verify.sh" "$@" > "$vdir/driver.log" 2>&1 < /dev/null &
   echo "device-verify: detached $* (pid $!), logs in $vdir"
   set -- wait "${KBV_WAIT:-560}"
 fi
@@ -79,7 +84,30 @@ gtest_one_by_one() {  # $1: stage dir, $2: gtest filter of the suite
     local rc=$?
     say "$t rc=$rc $((SECONDS - t0))s"
     [[ $rc -eq 0 ]] || grep -E "Failure|Expected|Which is|actual|error" "$dir/$t.log" | head -8
+    keep_scratch "$dir/scratch/$t"
   done
+}
+
+# The e2e tests' scratch folders (TMP/kbv-e2e-<suite>-<pid>/): their records, worker logs and
+# small files go to $1 (for the clock data and a failure's cause), then the folders are removed.
+keep_scratch() {
+  local to=$1 tmp=${TMPDIR:-/tmp}
+  local list; list=$(cd "$tmp" && find kbv-e2e-* -type f -size -2M \( -name '*.json' -o -name '*.log' -o -name 'heartbeat*' \) 2>/dev/null)
+  if [[ -n $list ]]; then mkdir -p "$to" && (cd "$tmp" && tar cf - $list) | tar xf - -C "$to"; fi
+  rm -rf "$tmp"/kbv-e2e-*
+}
+
+# What the host is: for a failure that only the GPU machine shows.
+host_facts() {
+  echo "== date"; date -u; echo "== uname"; uname -a; echo "== id"; id; echo "== nproc"; nproc
+  echo "== pid_max / threads-max"; cat /proc/sys/kernel/pid_max /proc/sys/kernel/threads-max
+  echo "== ulimit -a"; ulimit -a; echo "== cgroup"; cat /proc/self/cgroup
+  local cg; cg=/sys/fs/cgroup$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
+  for f in pids.max pids.current memory.max memory.current; do [[ -r $cg/$f ]] && echo "$cg/$f: $(cat "$cg/$f")"; done
+  echo "== free -m"; free -m; echo "== processes"; ps -e --no-headers | wc -l
+  echo "== pid 1"; tr '\0' ' ' < /proc/1/cmdline; echo; echo "== this shell's ancestry"
+  local p=$$; while [[ $p -gt 1 ]]; do echo "$p $(tr '\0' ' ' < /proc/$p/cmdline | cut -c1-120)"; p=$(awk '{print $4}' /proc/$p/stat); done
+  echo "== subreaper/no_new_privs of this shell"; grep -E "NoNewPrivs|Seccomp" /proc/$$/status
 }
 
 stage() {
@@ -90,7 +118,7 @@ stage() {
   local t0=$SECONDS
   case $name in
     build)
-      OUT=$dir scripts/device.sh --build-only > "$dir/stdout.log" 2>&1 || { tail -20 "$dir/stdout.log"; return 1; } ;;
+      OUT=$dir scripts/gpu/device.sh --build-only > "$dir/stdout.log" 2>&1 || { tail -20 "$dir/stdout.log"; return 1; } ;;
     prebuild-bg)
       (stage prebuild > "$dir/stdout.log" 2>&1; touch "$dir/finished") & ;;
     prebuild-wait)
@@ -106,6 +134,53 @@ stage() {
       grep -rh "kbv cupti:" "$cache" 2>/dev/null | sort | uniq -c | sort -rn | head -40 > "$dir/cupti-launches.txt" ;;
     memory-tests) gtest_one_by_one "$dir" 'MemoryGpu.*' ;;
     timing-tests) gtest_one_by_one "$dir" "${KBV_TIMING_FILTER:-TimingGpu.*}" ;;
+    t17)
+      # The T17 e2e tests (CPU device) and a plain CPU timing test, with the host's facts, the
+      # records, the worker logs and the kernel's log around them.
+      # A worker that crashes leaves a core (here only): its backtrace is kept, the core is not.
+      host_facts > "$dir/host.txt" 2>&1
+      local pattern; pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null)
+      echo "$dir/core.%p" > /proc/sys/kernel/core_pattern 2>/dev/null
+      ( ulimit -c unlimited
+        gtest_one_by_one "$dir" "${KBV_T17_FILTER:-Timing.TheBaseline*:Timing.AProcess*:Timing.CpuHonestRecordCarriesTimingFields}" )
+      [[ -n $pattern ]] && echo "$pattern" > /proc/sys/kernel/core_pattern 2>/dev/null
+      dmesg 2>&1 | tail -60 > "$dir/dmesg.txt"
+      local core n=0
+      for core in "$dir"/core.*; do
+        [[ -e $core ]] || continue
+        ((n++ < 2)) && cuda-gdb -batch -ex 'bt 40' -ex 'info registers rip r8 rdx' -ex 'x/12i $pc-24' \
+          "$python" "$core" > "$core.bt.txt" 2>&1 && say "backtrace of $(basename "$core"):" && grep -E "^#" "$core.bt.txt" | head -25
+        rm -f "$core"
+      done ;;
+    clocks)
+      # The SM clock over honest timed runs (the NVML throttle rule's threshold, docs/TIMING.md):
+      # the reference as its own candidate on compute- and memory-bound problems, sampled for
+      # KBV_CLOCK_TIME_CAP seconds each (default 3, RSE target 1e-6 so the cap decides), with
+      # nvidia-smi read every 100 ms beside them; then the clocks of every record of this chain.
+      nvidia-smi --query-gpu=timestamp,utilization.gpu,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+        --format=csv -lms 100 > "$dir/nvidia-smi.csv" 2>&1 &
+      local smi=$!
+      OUT=$dir timeout "$limit" "$python" bench/bench.py aa --kbv "$build/kbv" --cache-dir "$dir/cache" \
+        --problems-list "${KBV_CLOCK_PROBLEMS:-1_Square_matrix_multiplication_,123_Conv2d,139_Causal_attention,26_GELU_}" \
+        --repeats "${KBV_CLOCK_REPEATS:-2}" --time-cap "${KBV_CLOCK_TIME_CAP:-3}" --rse 1e-6 \
+        > "$dir/stdout.log" 2> "$dir/stderr.log"
+      say "bench aa (clocks) rc=$?"
+      kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+      rm -rf "$dir/cache"
+      "$python" scripts/gpu/clock_spread.py --smi "$dir/nvidia-smi.csv" --json "$dir/clock_spread.json" "$out" \
+        > "$dir/clock_spread.txt" 2>&1
+      say "clock_spread rc=$?"; tail -25 "$dir/clock_spread.txt" ;;
+    two-gpu)
+      # kbv eval --run over two GPUs (scripts/gpu/two_gpu.py): only where nvidia-smi shows two.
+      local n; n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+      if ((n < 2)); then
+        say "two-gpu: skipped: $n GPU"; echo "skipped: $n GPU" > "$dir/skipped.txt"
+      else
+        timeout "${KBV_TWO_GPU_TIMEOUT:-1500}" "$python" scripts/gpu/two_gpu.py --kbv "$build/kbv" --work "$dir/work" \
+          --json "$dir/two_gpu.json" ${KBV_TWO_GPU_ARGS:-} > "$dir/stdout.log" 2>&1
+        say "two-gpu rc=$?"; tail -30 "$dir/stdout.log"
+        find "$dir/work" -name '*.so' -delete 2>/dev/null
+      fi ;;
     bf16)
       for c in "problems/level1/1_Square_matrix_multiplication_.py|examples/level1/1_Square_matrix_multiplication_/cuda_bf16.py" \
                "problems/level1/115_RMSNorm.py|examples/level1/115_RMSNorm/cuda_bf16.py"; do
@@ -140,12 +215,12 @@ stage() {
       # The full A/A takes about 18 minutes: its own limit (KBV_AA_TIMEOUT, 1500 s; run it detached).
       local lim=$limit rc
       [[ $name == aa ]] && lim=${KBV_AA_TIMEOUT:-1500}
-      OUT=$dir timeout "$lim" "$python" bench/bench.py "$name" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} "${extra[@]}" \
+      OUT=$dir timeout "$lim" "$python" bench/bench.py "$name" --kbv "$build/kbv" --cache-dir "$cache" ${KBV_BENCH_ARGS:-} "${extra[@]}" \
         > "$dir/stdout.log" 2> "$dir/stderr.log"
       rc=$?
       say "bench $name rc=$rc"
       if [[ $name == aa && $rc -ne 0 && -d $dir/aa/run ]]; then  # cut off: summarise what was stored
-        OUT=$dir "$python" bench/bench.py aa --collect ${KBV_BENCH_ARGS:-} > "$dir/stdout.log" 2>> "$dir/stderr.log"
+        OUT=$dir "$python" bench/bench.py aa --kbv "$build/kbv" --collect ${KBV_BENCH_ARGS:-} > "$dir/stdout.log" 2>> "$dir/stderr.log"
         say "bench aa --collect rc=$? (the records stored before the cut)"
       fi
       tail -30 "$dir/stdout.log"; tail -5 "$dir/stderr.log" ;;

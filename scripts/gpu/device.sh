@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# On the GPU machine (the device tool; carry .deps made by scripts/device-deps.sh):
+# On the GPU machine (the device tool; carry .deps made by scripts/gpu/device-deps.sh):
 # build with the machine's torch, run every test (GPU ones included) and the self-test.
 # Logs and JSON go to $OUT (default: build-gpu/out).
-#   scripts/device.sh            everything
-#   scripts/device.sh --gpu-only only the tests and self-test entries that need the GPU
-#   scripts/device.sh --build-only  only the build (into build-gpu/), for other work to follow
+#   scripts/gpu/device.sh            everything
+#   scripts/gpu/device.sh --gpu-only only the tests and self-test entries that need the GPU
+#   scripts/gpu/device.sh --build-only  only the build (into build-gpu/), for other work to follow
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 gpu_only=0
 build_only=0
 [[ "${1:-}" == "--gpu-only" ]] && { gpu_only=1; shift; }
@@ -15,7 +15,7 @@ root=$PWD
 out=${OUT:-$root/build-gpu/out}
 mkdir -p "$out"
 python=${KBV_PYTHON:-/opt/torch/.venv/bin/python3}
-build=$root/build-gpu
+build=${KBV_GPU_BUILD:-$root/build-gpu}  # KBV_GPU_BUILD: a build folder elsewhere (scripts/gpu/check.sh)
 {
   date -u; nvidia-smi -L; nvcc --version | tail -1; "$python" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0))'
   ls /usr/include/sqlite3.h /usr/include/openssl/evp.h /usr/include/x86_64-linux-gnu/curl/curl.h /usr/lib/x86_64-linux-gnu/libcurl.so* /usr/include/nlohmann/json.hpp /usr/include/CLI/CLI.hpp /usr/include/fmt/format.h /usr/include/gtest/gtest.h 2>&1

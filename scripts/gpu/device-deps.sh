@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Makes .deps/: headers of the -dev packages the GPU machine lacks (SQLite, OpenSSL, libcurl; also
 # nlohmann-json, CLI11, fmt and GoogleTest in case), from Debian's packages, for the
-# device tool to carry (`carry: [".deps"]`). scripts/device.sh uses them there.
+# device tool to carry (`carry: [".deps"]`). scripts/gpu/device.sh uses them there.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 rm -rf .deps && mkdir -p .deps/pkgs
 (cd .deps/pkgs && apt-get download libsqlite3-dev libssl-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev >/dev/null)
 for f in .deps/pkgs/*.deb; do dpkg -x "$f" .deps/root; done
