@@ -31,7 +31,8 @@ is stale). What the options mean in depth: `docs/TIMING.md` (timing), `docs/POLI
 |---|---|
 | 0 | the command did its work: `eval` evaluated (whatever the verdicts), `lint` found nothing rejecting, `selftest` saw every expected verdict, `lint-problems` found every problem clean |
 | 1 | it ran and found something: `lint` rejected the solution, `selftest` a mismatch, `lint-problems` a problem with a finding, `build` a build failure, `generate` a request that failed after its retries |
-| 2 | it could not do its work: a bad flag, an unreadable or missing input, no Python with torch, nothing to evaluate |
+| 2 | it could not do its work: a bad flag or value, an unknown command, an unreadable or missing input, no Python with torch, nothing to evaluate; one line says what and where |
+| 3 | kbv's own failure (a bug, or a resource kbv itself needs is missing): please report it |
 | 130 | interrupted (Ctrl-C): what was finished is kept, nothing half-done is recorded |
 
 `--build-jobs INT=N`: N is half the machine's cores, at least 2.

@@ -10,6 +10,7 @@
 #include "generate/generate.h"
 #endif
 #include "cli/output.h"
+#include "cli/parse.h"
 
 namespace kbv::cli {
 
@@ -30,7 +31,7 @@ std::unique_ptr<GenerateCommand> add_generate_command(CLI::App& app) {
   g->add_option("--run", *run_dir, "the run folder to fill (created if missing; a re-run fills what is missing)")
       ->required();
   g->add_option("--model", o->model, "the model's name at the endpoint")->required();
-  g->add_option("--samples", o->samples, "samples per problem")->capture_default_str()->check(CLI::PositiveNumber);
+  g->add_option("--samples", o->samples, "samples per problem")->capture_default_str()->check(kbv::cli::kPositive);
   g->add_option("--level", o->level, "only this level");
   g->add_option("--endpoint", o->endpoint, "base URL of an OpenAI-compatible API (…/v1) or its /chat/completions")
       ->capture_default_str();
@@ -38,22 +39,22 @@ std::unique_ptr<GenerateCommand> add_generate_command(CLI::App& app) {
       ->capture_default_str();
   g->add_option("--temperature", o->temperature, "sampling temperature (default: not sent, the endpoint's)");
   g->add_option("--max-tokens", o->max_tokens, "max_tokens of each request (default: not sent)")
-      ->check(CLI::PositiveNumber);
+      ->check(kbv::cli::kPositive);
   g->add_option("--reasoning-effort", o->reasoning_effort,
                 "sent as reasoning_effort (e.g. low, medium, high) to endpoints that take it");
   g->add_option("--extra-body", *extra_body, "a JSON object merged into each request body, e.g. '{\"top_p\": 0.95}'");
   g->add_option("--concurrency", o->concurrency, "requests in flight at once")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kbv::cli::kPositive);
   g->add_option("--request-timeout", o->http.request_timeout_s, "seconds for one request")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kbv::cli::kPositive);
   g->add_option("--retries", o->http.retries, "retries of a request after 429, 5xx or a transport error")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kbv::cli::kNonNegative);
   g->add_option("--backoff", o->http.backoff_s, "seconds before the first retry; doubled each time (max 60)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kbv::cli::kNonNegative);
   g->add_option("--prompt", o->prompt.variant, "prompt variant")
       ->capture_default_str()
       ->check(CLI::IsMember({"zero_shot", "one_shot", "few_shot"}));
@@ -65,8 +66,8 @@ std::unique_ptr<GenerateCommand> add_generate_command(CLI::App& app) {
               "send every problem without get_inputs and size constants (else only those with KBV_INPUT_BLIND = True)");
   g->add_option("--prompts", *prompts_dir, "template folder (default: the source tree's prompts/)");
   g->add_option("--price-input", o->price_input, "USD per million prompt tokens, for the cost shown and recorded")
-      ->check(CLI::NonNegativeNumber);
-  g->add_option("--price-output", o->price_output, "USD per million completion tokens")->check(CLI::NonNegativeNumber);
+      ->check(kbv::cli::kNonNegative);
+  g->add_option("--price-output", o->price_output, "USD per million completion tokens")->check(kbv::cli::kNonNegative);
   g->add_flag("--dry-run", o->dry_run, "print the plan and the first prompt; send nothing, write nothing");
   cmd->run = [o, prompts_dir, extra_body, problems, run_dir]() {
     o->problems_dir = *problems;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/generate_command.h"
+#include "cli/parse.h"
 #include "problem/problem.h"
 #include "report/command.h"
 #include "supervisor/baseline_command.h"
@@ -57,9 +58,9 @@ struct CommonFlags {
         ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
     app->add_option("--rse", rse, "stop sampling at this relative standard error (default 0.005)")
-        ->check(CLI::PositiveNumber);
+        ->check(kbv::cli::kPositive);
     app->add_option("--time-cap", time_cap, "seconds of sampling per timed callable at most (default 1)")
-        ->check(CLI::PositiveNumber);
+        ->check(kbv::cli::kPositive);
     app->add_option("--timing-inputs", timing_inputs,
                     "fresh (a new get_inputs() draw before every timed call, recomputed by the reference for spot "
                     "checks: no cache keyed on pointer, shape or content gains) or sets (--timing-sets input sets "
@@ -67,10 +68,10 @@ struct CommonFlags {
         ->check(CLI::IsMember({"fresh", "sets"}));
     app->add_option("--timing-sets", timing_sets, "input sets cycled through while timing with --timing-inputs sets "
                                                   "(default 4)")
-        ->check(CLI::PositiveNumber);
+        ->check(kbv::cli::kPositive);
     app->add_option("--flush-bytes", flush_bytes, "bytes written to flush the caches before each sample (default: "
                                                   "2 x L2 on a GPU, 2 x L3 up to 64 MiB on the CPU; 1: no flush)")
-        ->check(CLI::PositiveNumber);
+        ->check(kbv::cli::kPositive);
     app->add_option("--launch-hold-us", launch_hold_us,
                     fmt::format("GPU: microseconds the calling stream is held before each sample's start event, so the "
                                 "host's launch is queued when the interval begins (default {:g}; 0: no hold; at most "
@@ -95,16 +96,21 @@ struct CommonFlags {
                     "(docs/PRECISION.md)")
         ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
         ->capture_default_str();
-    app->add_option("--trials", trials, "correctness trials (each over every distribution)")->check(CLI::PositiveNumber);
+    app->add_option("--trials", trials, "correctness trials (each over every distribution)")->check(kbv::cli::kPositive);
     app->add_option("--tolerance", tolerance, "atol = rtol = relative-L2 tolerance (default: the precision's)")
-        ->check(CLI::PositiveNumber);
+        ->check(kbv::cli::kPositive);
     app->add_option("--seed", seed, "fixed master seed (default: secret seeds from the OS)");
     app->add_option("--python", python, "Python with torch 2.11 for the workers (default: KBV_PYTHON or the build's)");
     app->add_option("--cache-dir", cache_dir, "build cache and worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");
-    app->add_option("--timeout-build", timeouts.build_s, "seconds to compile a candidate")->capture_default_str();
+    app->add_option("--timeout-build", timeouts.build_s, "seconds to compile a candidate")
+        ->capture_default_str()
+        ->check(kbv::cli::kPositive);
     app->add_option("--timeout-load", timeouts.load_s, "seconds to load a problem or construct ModelNew")
-        ->capture_default_str();
-    app->add_option("--timeout-call", timeouts.call_s, "seconds for one forward call")->capture_default_str();
+        ->capture_default_str()
+        ->check(kbv::cli::kPositive);
+    app->add_option("--timeout-call", timeouts.call_s, "seconds for one forward call")
+        ->capture_default_str()
+        ->check(kbv::cli::kPositive);
   }
 
   kbv::EvalOptions options() const {
@@ -296,7 +302,7 @@ void list_rules() {
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   kbv::install_interrupt_handler();
-  CLI::App app{"kbv: the truth about GPU kernels written to replace a PyTorch reference"};
+  CLI::App app{"kbv: the truth about GPU kernels written to replace a PyTorch reference", "kbv"};
   app.set_version_flag("--version", KBV_VERSION);
   app.require_subcommand(1);
 
@@ -417,7 +423,7 @@ int main(int argc, char** argv) {
                             "fp32, bf16 or fp16: lint the reference in that precision (fp16 flags overflow)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
-  lint_problems->add_option("--tolerance", lp_flags.tolerance, "atol = rtol = relative-L2 tolerance")->check(CLI::PositiveNumber);
+  lint_problems->add_option("--tolerance", lp_flags.tolerance, "atol = rtol = relative-L2 tolerance")->check(kbv::cli::kPositive);
   lint_problems->add_option("--python", lp_flags.python, "Python with torch 2.11");
   lint_problems->add_option("--cache-dir", lp_flags.cache_dir, "worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");
   lint_problems->add_option("--timeout", lp_flags.timeouts.reference_s, "seconds for one distribution of one problem")
@@ -437,11 +443,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   baseline_flags.add(baseline);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (std::optional<int> code = kbv::cli::parse(app, argc, argv)) return *code;
 
   if (*eval) {
     bool single = !problem.empty() || !solution.empty();

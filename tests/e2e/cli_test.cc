@@ -1,0 +1,52 @@
+// The command line as a user meets it: usage errors are one readable line and exit 2
+// (docs/CLI.md, "Exit codes"); nothing here starts a worker.
+#include <gtest/gtest.h>
+
+#include "support.h"
+
+namespace kbv::e2e {
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Cli, BareKbvListsTheCommandsAndIsAUsageError) {
+  Outcome o = run_kbv({}, {}, 30, "");
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(has(o.output, "eval")) << o.output;
+  EXPECT_TRUE(has(o.output, "lint-problems")) << o.output;
+}
+
+TEST(Cli, AnUnknownCommandIsNamedWithTheCommandsThatExist) {
+  Outcome o = run_kbv({"evaluate"}, {}, 30, "");
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(has(o.output, "unknown command 'evaluate'")) << o.output;
+  EXPECT_TRUE(has(o.output, "eval, ")) << o.output;
+}
+
+TEST(Cli, AnOutOfRangeValueSaysWhatIsAllowedInOneLine) {
+  Outcome o = run_kbv({"eval", "--trials", "0", "--problem", "p.py", "--solution", "s.py"}, {}, 30, "");
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(has(o.output, "--trials: must be greater than 0, got 0")) << o.output;
+  EXPECT_FALSE(has(o.output, "179769")) << o.output;  // CLI11's range up to DBL_MAX
+  Outcome t = run_kbv({"eval", "--timeout-call", "-1", "--problem", "p.py", "--solution", "s.py"}, {}, 30, "");
+  EXPECT_EQ(t.code, 2) << t.output;
+  EXPECT_TRUE(has(t.output, "--timeout-call: must be greater than 0, got -1")) << t.output;
+}
+
+TEST(Cli, ParseErrorsExitWithTheUsageCodeNotCli11s) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"eval", "--bogus"}, {"eval", "--device", "tpu"}, {"report"}, {"eval", "--trials"}}) {
+    Outcome o = run_kbv(args, {}, 30, "");
+    EXPECT_EQ(o.code, 2) << args[1] << ": " << o.output;
+    EXPECT_TRUE(has(o.output, "--help")) << o.output;
+  }
+}
+
+TEST(Cli, HelpAndVersionExitZero) {
+  EXPECT_EQ(run_kbv({"--help"}, {}, 30, "").code, 0);
+  EXPECT_EQ(run_kbv({"eval", "--help"}, {}, 30, "").code, 0);
+  EXPECT_EQ(run_kbv({"--version"}, {}, 30, "").code, 0);
+}
+
+}  // namespace
+}  // namespace kbv::e2e
