@@ -42,6 +42,23 @@ TEST(Cli, ParseErrorsExitWithTheUsageCodeNotCli11s) {
   }
 }
 
+TEST(Cli, AFileThatCannotBeReadIsAUsageErrorNamingIt) {
+  const std::string problem = (kSource / "problems/level1/19_ReLU.py").string();
+  const std::string solution = (kSource / "examples/level1/19_ReLU/cpu_honest.py").string();
+  Outcome p = run_kbv({"eval", "--problem", "/nonexistent/19_ReLU.py", "--solution", solution}, {}, 30, "");
+  EXPECT_EQ(p.code, 2) << p.output;
+  EXPECT_TRUE(has(p.output, "--problem /nonexistent/19_ReLU.py: no such file")) << p.output;
+  Outcome s = run_kbv({"eval", "--problem", problem, "--solution", "/nonexistent.py"}, {}, 30, "");
+  EXPECT_EQ(s.code, 2) << s.output;
+  EXPECT_TRUE(has(s.output, "--solution /nonexistent.py: no such file")) << s.output;
+  Outcome d = run_kbv({"eval", "--problem", kSource.string(), "--solution", solution}, {}, 30, "");
+  EXPECT_EQ(d.code, 2) << d.output;
+  EXPECT_TRUE(has(d.output, "a directory")) << d.output;
+  Outcome b = run_kbv({"build", "--solution", "/nonexistent.py"}, {}, 30, "");
+  EXPECT_EQ(b.code, 2) << b.output;
+  EXPECT_TRUE(has(b.output, "/nonexistent.py: no such file")) << b.output;
+}
+
 TEST(Cli, HelpAndVersionExitZero) {
   EXPECT_EQ(run_kbv({"--help"}, {}, 30, "").code, 0);
   EXPECT_EQ(run_kbv({"eval", "--help"}, {}, 30, "").code, 0);
