@@ -59,6 +59,14 @@ TEST(Cli, AFileThatCannotBeReadIsAUsageErrorNamingIt) {
   EXPECT_TRUE(has(b.output, "/nonexistent.py: no such file")) << b.output;
 }
 
+TEST(Cli, AReportFormatKbvDoesNotWriteIsRefused) {
+  fs::path dir = scratch_dir("cli", "report_pdf");
+  Outcome o = run_kbv({"report", dir.string(), "--out", (dir / "report.pdf").string()}, {}, 30, "");
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(has(o.output, "report.pdf: kbv writes .md, .html, .csv or .json")) << o.output;
+  EXPECT_FALSE(fs::exists(dir / "report.pdf"));
+}
+
 TEST(Cli, HelpAndVersionExitZero) {
   EXPECT_EQ(run_kbv({"--help"}, {}, 30, "").code, 0);
   EXPECT_EQ(run_kbv({"eval", "--help"}, {}, 30, "").code, 0);
