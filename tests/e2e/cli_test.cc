@@ -67,6 +67,18 @@ TEST(Cli, AReportFormatKbvDoesNotWriteIsRefused) {
   EXPECT_FALSE(fs::exists(dir / "report.pdf"));
 }
 
+TEST(Cli, ARunFolderWithNothingToEvaluateIsAUsageError) {
+  // A sample that names a problem the dataset lacks is recorded (problem_error) and said; with
+  // nothing else to evaluate the command exits 2 instead of "0 evaluated".
+  fs::path run = scratch_dir("cli", "nothing_to_evaluate");
+  fs::copy_file(kSource / "examples/level1/19_ReLU/cpu_honest.py", run / "level_1_problem_999_sample_0_kernel.py");
+  Outcome o = run_kbv({"eval", "--device", "cpu", "--problems", (kSource / "problems").string(), "--run", run.string()},
+                      {}, 300);
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(has(o.output, "no problem with id 999 in level 1")) << o.output;
+  EXPECT_TRUE(has(o.output, "nothing to evaluate")) << o.output;
+}
+
 TEST(Cli, HelpAndVersionExitZero) {
   EXPECT_EQ(run_kbv({"--help"}, {}, 30, "").code, 0);
   EXPECT_EQ(run_kbv({"eval", "--help"}, {}, 30, "").code, 0);
