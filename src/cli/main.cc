@@ -188,10 +188,16 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
       return 2;
     }
   }
-  return 0;
+  // The problem could not judge the candidate (it does not load, or its reference fails): the
+  // input is unusable, whatever the candidate is.
+  return verdict == "problem_error" ? kbv::cli::kExitUsage : kbv::cli::kExitOk;
 }
 
 int build_one(const CommonFlags& flags, const std::string& solution_path) {
+  if (std::string why = kbv::cli::unreadable(solution_path); !why.empty()) {
+    std::fprintf(stderr, "kbv build: %s: %s\n", solution_path.c_str(), why.c_str());
+    return kbv::cli::kExitUsage;
+  }
   kbv::EvalOptions o = flags.options();
   std::string error;
   auto env = kbv::probe_environment(o, error);
@@ -454,7 +460,15 @@ int main(int argc, char** argv) {
                    "kbv eval: give either --problem FILE --solution FILE, or --problems DIR --run DIR\n");
       return 2;
     }
-    if (single) return eval_one(eval_flags, problem, solution, json_out);
+    if (single) {
+      // A file that cannot be read is a usage error, not a verdict.
+      for (const auto& [flag, path] : {std::pair{"--problem", problem}, std::pair{"--solution", solution}})
+        if (std::string why = kbv::cli::unreadable(path); !why.empty()) {
+          std::fprintf(stderr, "kbv eval: %s %s: %s\n", flag, path.c_str(), why.c_str());
+          return kbv::cli::kExitUsage;
+        }
+      return eval_one(eval_flags, problem, solution, json_out);
+    }
     kbv::RunOptions ro;
     ro.problems_dir = problems_dir;
     ro.run_dir = run_dir;

@@ -1,7 +1,12 @@
 // Command-line parsing shared by every command: readable validators and one usage exit code
 // (docs/CLI.md, "Exit codes").
 #pragma once
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -34,6 +39,16 @@ inline CLI::Validator at_least(double bound, std::string name) {
 }
 inline const CLI::Validator kPositive = greater_than(0, "POSITIVE");
 inline const CLI::Validator kNonNegative = at_least(0, "NONNEGATIVE");
+
+// "" when `path` is a file kbv can read, else why not ("no such file", "a directory", ...).
+inline std::string unreadable(const std::string& path) {
+  std::error_code ec;
+  auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) return "no such file";
+  if (std::filesystem::is_directory(status)) return "a directory, not a file";
+  if (::access(path.c_str(), R_OK) != 0) return std::strerror(errno);
+  return "";
+}
 
 // The subcommands' names, for messages: "eval, selftest, ...".
 inline std::string subcommand_list(const CLI::App& app) {

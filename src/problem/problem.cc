@@ -11,6 +11,8 @@
 #include <sstream>
 #include <tuple>
 
+#include <fmt/format.h>
+
 namespace kbv {
 
 namespace fs = std::filesystem;
@@ -378,9 +380,17 @@ RunDiscovery discover_run(const fs::path& run_dir, std::optional<int> level) {
     out.warnings.push_back("cannot list everything in " + run_dir.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());
 
+  std::vector<std::string> ignored;  // files that look like solutions but are not named as samples
   for (const fs::path& path : files) {
     std::optional<RunFileName> name = parse_run_file_name(path.filename().string());
-    if (!name) continue;
+    if (!name) {
+      std::string ext = lower(path.extension().string());
+      // kbv generate's own files beside the samples (sidecars, raw answers) are not near misses.
+      bool generated = path.filename().string().find("_response.") != std::string::npos;
+      if (!generated && (ext == ".py" || ext == ".md" || ext == ".txt" || ext == ".markdown"))
+        ignored.push_back(path.filename().string());
+      continue;
+    }
     ++seen;
     if (level && name->level != *level) continue;
     auto key = std::make_tuple(name->level, name->problem, name->sample);
@@ -407,9 +417,16 @@ RunDiscovery discover_run(const fs::path& run_dir, std::optional<int> level) {
     const auto& [l, p, s] = key;
     out.samples.push_back(SampleRef{l, p, s, entry.second});
   }
+  std::string ignored_list;
+  for (size_t i = 0; i < ignored.size() && i < 5; ++i) ignored_list += (i ? ", " : "") + ignored[i];
+  if (ignored.size() > 5) ignored_list += fmt::format(" and {} more", ignored.size() - 5);
+  if (!ignored.empty() && seen > 0)
+    out.warnings.push_back(fmt::format("{} file(s) ignored, not named level_<L>_problem_<P>_sample_<S>_kernel.py: {}",
+                                       ignored.size(), ignored_list));
   if (seen == 0)
-    out.error =
-        run_dir.string() + ": no level_<L>_problem_<P>_sample_<S>_kernel.py files; " + kRunExample;
+    out.error = run_dir.string() + ": no level_<L>_problem_<P>_sample_<S>_kernel.py files" +
+                (ignored.empty() ? "" : fmt::format(" ({} other file(s), not named so: {})", ignored.size(), ignored_list)) +
+                "; " + kRunExample;
   else if (out.samples.empty())
     out.error = run_dir.string() + ": no samples of level " + std::to_string(*level) + " (" +
                 std::to_string(seen) + " sample files of other levels)";

@@ -1,6 +1,8 @@
 // `kbv report`, `kbv import`, `kbv export`.
 #include "report/command.h"
 
+#include <cctype>
+
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -80,8 +82,15 @@ std::string write_output(const std::string& out, const std::string& text) {
 std::string report_format(const std::string& format, const std::string& out) {
   std::string f = format;
   if (f.empty()) {
+    // From --out's extension; none (or stdout) is Markdown, one kbv does not write is refused
+    // rather than filled with Markdown (report.pdf).
     std::string ext = fs::path(out).extension().string();
-    f = ext == ".html" || ext == ".htm" ? "html" : ext == ".csv" ? "csv" : ext == ".json" ? "json" : "md";
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    f = ext == ".html" || ext == ".htm" ? "html"
+        : ext == ".csv"                 ? "csv"
+        : ext == ".json"                ? "json"
+        : ext.empty() || ext == ".md" || ext == ".markdown" || ext == ".txt" ? "md"
+                                                                             : "";
   }
   if (f == "markdown") f = "md";
   return f == "md" || f == "html" || f == "csv" || f == "json" ? f : "";
@@ -169,7 +178,11 @@ std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, s
 int report_command(const ReportOptions& options) {
   const std::string format = report_format(options.format, options.out);
   if (format.empty()) {
-    std::fprintf(stderr, "kbv report: --format %s: use md, html, csv or json\n", options.format.c_str());
+    if (options.format.empty())
+      std::fprintf(stderr, "kbv report: --out %s: kbv writes .md, .html, .csv or .json reports (or give --format)\n",
+                   options.out.c_str());
+    else
+      std::fprintf(stderr, "kbv report: --format %s: use md, html, csv or json\n", options.format.c_str());
     return 2;
   }
   std::string error;

@@ -597,6 +597,26 @@ std::string level_file_name(int level, bool several_levels, const std::string& p
 
 }  // namespace
 
+std::string check_gpus(const std::vector<int>& gpus, const Environment& env) {
+  if (gpus.empty()) return "";
+  std::string list;
+  for (int g : gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
+  if (env.device != "cuda")
+    return env.cuda_available ? fmt::format("--gpus {}: the device is {} (--device); drop --gpus or use --device cuda",
+                                            list, env.device)
+                              : fmt::format("--gpus {}: torch sees no GPU on this machine; drop --gpus to evaluate on "
+                                            "the CPU",
+                                            list);
+  std::set<int> seen;
+  for (int g : gpus) {
+    if (g < 0 || g >= env.device_count)
+      return fmt::format("--gpus {}: there is no GPU {}; torch sees {} GPU(s), 0 to {}", list, g, env.device_count,
+                         env.device_count - 1);
+    if (!seen.insert(g).second) return fmt::format("--gpus {}: GPU {} is named twice", list, g);
+  }
+  return "";
+}
+
 int evaluate_run(const RunOptions& opt) {
   Discovery dataset = discover_dataset(opt.problems_dir, opt.level);
   if (!dataset.error.empty()) {
@@ -612,13 +632,18 @@ int evaluate_run(const RunOptions& opt) {
   for (const auto& w : run.warnings) std::fprintf(stderr, "kbv: warning: %s\n", w.c_str());
 
   EvalOptions eval = opt.eval;
-  if (!opt.gpus.empty()) eval.gpu = opt.gpus.front();
   std::string error;
+  // Probed with every GPU visible, so that --gpus is checked against the devices torch sees.
   std::optional<Environment> env = probe_environment(eval, error);
   if (!env) {
     std::fprintf(stderr, "kbv: %s\n", error.c_str());
     return 2;
   }
+  if (std::string e = check_gpus(opt.gpus, *env); !e.empty()) {
+    std::fprintf(stderr, "kbv: %s\n", e.c_str());
+    return 2;
+  }
+  if (!opt.gpus.empty()) eval.gpu = opt.gpus.front();
   eval.device = env->device;
   std::string phash = protocol_hash(eval.protocol, env->to_json());
 
@@ -642,6 +667,7 @@ int evaluate_run(const RunOptions& opt) {
   }
   std::set<int> changed_levels;  // levels with a record decided without any worker
   int skipped = 0;
+  int unknown_problem = 0;  // samples naming a problem the dataset lacks (a problem_error each)
   std::set<int> levels;
   for (const auto& s : run.samples) {
     levels.insert(s.level);
@@ -663,6 +689,8 @@ int evaluate_run(const RunOptions& opt) {
                   fmt::format("{}: no problem with id {} in level {} under {}", s.path.string(), s.problem_id,
                               s.level, opt.problems_dir.string()));
       r["metadata"]["problem_error"] = r["message"];
+      std::fprintf(stderr, "kbv: warning: %s\n", r["message"].get<std::string>().c_str());
+      ++unknown_problem;
       std::string e = store->put(job->key, r);
       if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
       latest[{s.level, s.problem_id, s.sample_id}] = r;
@@ -689,6 +717,11 @@ int evaluate_run(const RunOptions& opt) {
     if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
   };
   for (int level : changed_levels) write_level(level);
+  if (total == 0 && skipped == 0) {
+    std::fprintf(stderr, "kbv: nothing to evaluate in %s: %d sample(s) name a problem %s lacks\n",
+                 opt.run_dir.c_str(), unknown_problem, opt.problems_dir.c_str());
+    return 2;
+  }
 
   // Builds run on CPU threads ahead of the evaluations.
   std::vector<BuildQueue::Item> items;

@@ -136,4 +136,8 @@ struct RunOptions {
 // Returns the process exit code (0: every pair evaluated, whatever the verdicts).
 int evaluate_run(const RunOptions& options);
 
+// "" when every index of --gpus names a distinct GPU torch sees (env from a probe with every GPU
+// visible), else what is wrong with the list.
+std::string check_gpus(const std::vector<int>& gpus, const Environment& env);
+
 }  // namespace kbv

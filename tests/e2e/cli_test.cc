@@ -42,6 +42,43 @@ TEST(Cli, ParseErrorsExitWithTheUsageCodeNotCli11s) {
   }
 }
 
+TEST(Cli, AFileThatCannotBeReadIsAUsageErrorNamingIt) {
+  const std::string problem = (kSource / "problems/level1/19_ReLU.py").string();
+  const std::string solution = (kSource / "examples/level1/19_ReLU/cpu_honest.py").string();
+  Outcome p = run_kbv({"eval", "--problem", "/nonexistent/19_ReLU.py", "--solution", solution}, {}, 30, "");
+  EXPECT_EQ(p.code, 2) << p.output;
+  EXPECT_TRUE(has(p.output, "--problem /nonexistent/19_ReLU.py: no such file")) << p.output;
+  Outcome s = run_kbv({"eval", "--problem", problem, "--solution", "/nonexistent.py"}, {}, 30, "");
+  EXPECT_EQ(s.code, 2) << s.output;
+  EXPECT_TRUE(has(s.output, "--solution /nonexistent.py: no such file")) << s.output;
+  Outcome d = run_kbv({"eval", "--problem", kSource.string(), "--solution", solution}, {}, 30, "");
+  EXPECT_EQ(d.code, 2) << d.output;
+  EXPECT_TRUE(has(d.output, "a directory")) << d.output;
+  Outcome b = run_kbv({"build", "--solution", "/nonexistent.py"}, {}, 30, "");
+  EXPECT_EQ(b.code, 2) << b.output;
+  EXPECT_TRUE(has(b.output, "/nonexistent.py: no such file")) << b.output;
+}
+
+TEST(Cli, AReportFormatKbvDoesNotWriteIsRefused) {
+  fs::path dir = scratch_dir("cli", "report_pdf");
+  Outcome o = run_kbv({"report", dir.string(), "--out", (dir / "report.pdf").string()}, {}, 30, "");
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(has(o.output, "report.pdf: kbv writes .md, .html, .csv or .json")) << o.output;
+  EXPECT_FALSE(fs::exists(dir / "report.pdf"));
+}
+
+TEST(Cli, ARunFolderWithNothingToEvaluateIsAUsageError) {
+  // A sample that names a problem the dataset lacks is recorded (problem_error) and said; with
+  // nothing else to evaluate the command exits 2 instead of "0 evaluated".
+  fs::path run = scratch_dir("cli", "nothing_to_evaluate");
+  fs::copy_file(kSource / "examples/level1/19_ReLU/cpu_honest.py", run / "level_1_problem_999_sample_0_kernel.py");
+  Outcome o = run_kbv({"eval", "--device", "cpu", "--problems", (kSource / "problems").string(), "--run", run.string()},
+                      {}, 300);
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(has(o.output, "no problem with id 999 in level 1")) << o.output;
+  EXPECT_TRUE(has(o.output, "nothing to evaluate")) << o.output;
+}
+
 TEST(Cli, HelpAndVersionExitZero) {
   EXPECT_EQ(run_kbv({"--help"}, {}, 30, "").code, 0);
   EXPECT_EQ(run_kbv({"eval", "--help"}, {}, 30, "").code, 0);

@@ -193,7 +193,8 @@ TEST(Eval, BrokenProblemIsAResultNotACrash) {
                        (kSource / "examples/level1/19_ReLU/cpu_identity.py").string(), "--device", "cpu", "--json",
                        (dir / "r.json").string()},
                       dir / "r.json");
-  ASSERT_EQ(o.code, 0) << o.output;
+  // The problem cannot judge anything: a usage error (exit 2), with the record still written.
+  ASSERT_EQ(o.code, 2) << o.output;
   EXPECT_EQ(o.record["verdict"], "problem_error");
   EXPECT_NE(o.record["message"].get<std::string>().find("get_inputs"), std::string::npos) << o.record["message"];
   EXPECT_NE(o.record["message"].get<std::string>().find("1_Broken.py"), std::string::npos);
@@ -213,7 +214,7 @@ TEST(Eval, ReferenceRaisingOnAHiddenDistributionIsAProblemError) {
                        (kSource / "examples/level1/19_ReLU/cpu_identity.py").string(), "--device", "cpu", "--json",
                        (dir / "r.json").string()},
                       dir / "r.json");
-  ASSERT_EQ(o.code, 0) << o.output;
+  ASSERT_EQ(o.code, 2) << o.output;
   EXPECT_EQ(o.record["verdict"], "problem_error") << o.record.dump(2);
   std::string m = o.record["message"];
   EXPECT_NE(m.find("7_Sqrt.py"), std::string::npos) << m;

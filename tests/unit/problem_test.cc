@@ -257,7 +257,7 @@ TEST_F(ProblemTest, RunFolderParsesSamplesAndSortsNumerically) {
   EXPECT_TRUE(r.warnings.empty());
 }
 
-TEST_F(ProblemTest, RunFolderIgnoresOtherFilesSilently) {
+TEST_F(ProblemTest, RunFolderIgnoresOtherFilesAndListsSolutionsNotNamedAsSamples) {
   write("level_1_problem_1_sample_0_kernel.py");
   write("eval_results.json", "{}");
   write("generation_config.yaml");
@@ -272,7 +272,24 @@ TEST_F(ProblemTest, RunFolderIgnoresOtherFilesSilently) {
   ASSERT_EQ(r.error, "");
   ASSERT_EQ(r.samples.size(), 1u);
   EXPECT_EQ(r.samples[0].problem_id, 1);
-  EXPECT_TRUE(r.warnings.empty());
+  // Data, configs, backups and .cu files pass silently; Python files that miss the layout are
+  // listed, so a user sees why they were not evaluated.
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0],
+            "3 file(s) ignored, not named level_<L>_problem_<P>_sample_<S>_kernel.py: Level_1_problem_2_sample_0_kernel.py, "
+            "level_1_problem_1_sample_0.py, level_1_problem_x_sample_0_kernel.py");
+}
+
+TEST_F(ProblemTest, RunFolderWithOnlyMisnamedSolutionsNamesThem) {
+  write("relu_sample0.py");
+  write("level1_problem19_sample0_kernel.py");
+  write("level_1_problem_19_kernel.py");
+  RunDiscovery r = discover_run(dir_);
+  EXPECT_TRUE(r.samples.empty());
+  EXPECT_NE(r.error.find("(3 other file(s), not named so: level1_problem19_sample0_kernel.py, "
+                         "level_1_problem_19_kernel.py, relu_sample0.py)"),
+            std::string::npos)
+      << r.error;
 }
 
 TEST_F(ProblemTest, RunFolderPrefersPyOverRawAnswerAndWarns) {
