@@ -111,6 +111,8 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
   const std::string host = url_host(http.url);
   Discovery dataset = discover_dataset(o.problems_dir, o.level);
   if (!dataset.error.empty()) return Outcome::fail(Status::input_error, dataset.error);
+  if (std::string e = select_problems(dataset, o.only, o.only_spec); !e.empty())
+    return Outcome::fail(Status::input_error, e);
   for (const auto& w : dataset.warnings) warn(notify, w);
   std::optional<PromptTemplates> templates = load_prompt_templates(o.prompt, error);
   if (!templates) return Outcome::fail(Status::input_error, error);
