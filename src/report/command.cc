@@ -106,7 +106,7 @@ std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, s
   const std::string name = run_name(dir);
   fs::path db = dir / "kbv.sqlite";
   if (fs::exists(db, ec)) {
-    auto store = Store::open(db, error);
+    auto store = Store::open(db, error, Store::Mode::read_only);
     if (!store) return {};
     std::vector<StoredRow> rows = store->rows();
     if (rows.empty()) {

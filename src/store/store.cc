@@ -120,21 +120,25 @@ struct Store::Impl {
   StmtPtr put;
   StmtPtr latest_all;
   StmtPtr latest_protocol;
+  bool read_only = false;
   // The statements are declared after db, so they are finalized before the connection closes.
 };
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() = default;
 
-std::unique_ptr<Store> Store::open(const std::filesystem::path& path, std::string& error) {
+std::unique_ptr<Store> Store::open(const std::filesystem::path& path, std::string& error, Mode mode) {
   error.clear();
+  const bool read_only = mode == Mode::read_only;
   const std::string where = path.string() + ": cannot open results store: ";
   auto impl = std::make_unique<Impl>();
   impl->path = path;
+  impl->read_only = read_only;
 
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                               SQLITE_OPEN_NOMUTEX,
                            nullptr);
   impl->db.reset(raw);  // closed on every return path, even when the open failed
   sqlite3* db = raw;
@@ -148,10 +152,46 @@ std::unique_ptr<Store> Store::open(const std::filesystem::path& path, std::strin
   // The first read of the header: a file that is not a SQLite database fails here, untouched.
   int version = 0;
   int app_id = 0;
-  if (!query_int(db, "PRAGMA user_version", version) ||
-      !query_int(db, "PRAGMA application_id", app_id)) {
+  bool header = query_int(db, "PRAGMA user_version", version) && query_int(db, "PRAGMA application_id", app_id);
+  if (!header && read_only) {
+    // A WAL-mode file on a read-only mount: SQLite cannot make the -shm file beside it. Read it
+    // as immutable (no locks, no -wal), which is right for a finished run nobody writes.
+    impl->db.reset();
+    raw = nullptr;
+    std::string uri = "file:" + path.string() + "?immutable=1";
+    rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+    impl->db.reset(raw);
+    db = raw;
+    header = rc == SQLITE_OK && query_int(db, "PRAGMA user_version", version) &&
+             query_int(db, "PRAGMA application_id", app_id);
+  }
+  if (!header) {
     error = where + db_message(db);
     return nullptr;
+  }
+  // A damaged file (corrupted pages) is said as such: read as "no records" it would make a run
+  // evaluate everything again and its files be rewritten from nothing.
+  if (version > 0) {
+    std::string damage;
+    sqlite3_stmt* check_raw = nullptr;
+    if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &check_raw, nullptr) != SQLITE_OK) {
+      damage = db_message(db);
+    } else {
+      StmtPtr check(check_raw);
+      int step = sqlite3_step(check.get());
+      for (; step == SQLITE_ROW; step = sqlite3_step(check.get())) {
+        const unsigned char* text = sqlite3_column_text(check.get(), 0);
+        std::string line = text ? reinterpret_cast<const char*>(text) : "";
+        if (line != "ok" && damage.empty()) damage = line;
+      }
+      if (step != SQLITE_DONE && damage.empty()) damage = db_message(db);
+    }
+    if (!damage.empty()) {
+      error = path.string() + ": the results store is damaged (" + damage +
+              "); nothing was read or written. Restore it from a copy, or move it aside to start the run's "
+              "store anew (its eval_results.json files are kept)";
+      return nullptr;
+    }
   }
   if (app_id != 0 && app_id != kApplicationId) {
     error = where + "a SQLite database of another application (application_id " +
@@ -165,6 +205,18 @@ std::unique_ptr<Store> Store::open(const std::filesystem::path& path, std::strin
     return nullptr;
   }
 
+  if (read_only) {
+    if (version == 0) {
+      error = where + "not a kbv results store (no schema)";
+      return nullptr;
+    }
+    if (!prepare(db, kHas, impl->has) || !prepare(db, kLatestAll, impl->latest_all) ||
+        !prepare(db, kLatestProtocol, impl->latest_protocol)) {
+      error = where + db_message(db);
+      return nullptr;
+    }
+    return std::unique_ptr<Store>(new Store(std::move(impl)));
+  }
   // WAL: readers do not block the writer; NORMAL sync is durable against process crashes.
   {
     sqlite3_stmt* wal_raw = nullptr;
@@ -224,6 +276,7 @@ bool Store::has(const RecordKey& key) {
 
 std::string Store::put(const RecordKey& key, const nlohmann::json& record) {
   const std::string where = impl_->path.string() + ": cannot store result: ";
+  if (impl_->read_only) return where + "the store was opened read-only";
   if (!record.is_object()) return where + "the record is not a JSON object";
   // Invalid UTF-8 in a string is replaced rather than thrown.
   const std::string text = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -33,8 +33,14 @@ struct StoredRow {
 
 class Store {
  public:
-  // Opens or creates the file (WAL mode, busy timeout); error message names the path.
-  static std::unique_ptr<Store> open(const std::filesystem::path& path, std::string& error);
+  enum class Mode {
+    read_write,  // opens or creates the file (WAL mode, busy timeout)
+    read_only,   // an existing file, never written: reports and exports (also on a read-only mount)
+  };
+  // Opens the store and checks its integrity (PRAGMA quick_check): a damaged file is an error,
+  // never "no records". The error message names the path and what to do.
+  static std::unique_ptr<Store> open(const std::filesystem::path& path, std::string& error,
+                                     Mode mode = Mode::read_write);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -43,7 +49,7 @@ class Store {
   bool has(const RecordKey& key);
   // Inserts or replaces the record (a JSON object) for this key (one committed transaction).
   // Returns "" or an error.
-  std::string put(const RecordKey& key, const nlohmann::json& record);
+  std::string put(const RecordKey& key, const nlohmann::json& record);  // read_only: an error
   // The newest record per (level, problem_id, sample_id) among those with this protocol hash
   // (all protocols when empty), ordered by level, problem id, sample id. Newest is by created_at,
   // then insertion order. A row whose record does not parse is skipped.

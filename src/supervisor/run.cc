@@ -691,8 +691,10 @@ int evaluate_run(const RunOptions& opt) {
       r["metadata"]["problem_error"] = r["message"];
       std::fprintf(stderr, "kbv: warning: %s\n", r["message"].get<std::string>().c_str());
       ++unknown_problem;
-      std::string e = store->put(job->key, r);
-      if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
+      if (std::string e = store->put(job->key, r); !e.empty()) {
+        std::fprintf(stderr, "kbv: %s; stopped, nothing evaluated\n", e.c_str());
+        return 2;
+      }
       latest[{s.level, s.problem_id, s.sample_id}] = r;
       changed_levels.insert(s.level);
       continue;
@@ -706,6 +708,7 @@ int evaluate_run(const RunOptions& opt) {
                skipped);
 
   std::mutex mu;  // store, output files, counters
+  std::atomic<bool> store_failed{false};
   std::atomic<size_t> next_eval{0};
   size_t done = 0, correct = 0;
   auto write_level = [&](int level) {
@@ -737,7 +740,7 @@ int evaluate_run(const RunOptions& opt) {
       ReferenceHost reference;
       for (;;) {
         size_t i = next_eval++;
-        if (i >= jobs.size() || interrupted()) return;
+        if (i >= jobs.size() || interrupted() || store_failed) return;
         Job& job = *jobs[i];
         progress.started(i, fmt::format("level {} problem {} sample {}", job.pair.level, job.pair.problem_id,
                                         job.pair.sample_id));
@@ -745,8 +748,13 @@ int evaluate_run(const RunOptions& opt) {
         json record = evaluate_pair(job.pair, mine, *env, reference, &br);
         if (record["verdict"] == "interrupted" || interrupted()) return;
         std::lock_guard<std::mutex> lock(mu);
-        std::string e = store->put(job.key, record);
-        if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
+        if (std::string e = store->put(job.key, record); !e.empty()) {
+          // A result that cannot be stored stops the run: going on would evaluate samples whose
+          // results are lost, and eval_results.json must only hold what the store holds.
+          if (store_error.empty()) store_error = e;
+          store_failed = true;
+          return;
+        }
         latest[{job.pair.level, job.pair.problem_id, job.pair.sample_id}] = record;
         write_level(job.pair.level);
         ++done;
@@ -762,6 +770,11 @@ int evaluate_run(const RunOptions& opt) {
   for (auto& t : threads) t.join();
   progress.stop();
   for (int level : levels) write_level(level);
+  if (store_failed) {
+    std::fprintf(stderr, "kbv: %s; stopped: %zu of %zu evaluated and stored (%zu correct)\n", store_error.c_str(), done,
+                 total, correct);
+    return 2;
+  }
   if (interrupted()) {
     std::fprintf(stderr, "kbv: interrupted: %zu of %zu evaluated and stored (%zu correct); run again to resume\n",
                  done, total, correct);

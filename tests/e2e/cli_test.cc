@@ -1,7 +1,10 @@
-// The command line as a user meets it: usage errors are one readable line and exit 2
-// (docs/CLI.md, "Exit codes"); nothing here starts a worker.
+// The command line as a user meets it: usage and input errors are one readable line naming the
+// file or flag, and exit 2 (docs/CLI.md, "Exit codes"); a damaged store stops a command.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "store/store.h"
 #include "support.h"
 
 namespace kbv::e2e {
@@ -77,6 +80,35 @@ TEST(Cli, ARunFolderWithNothingToEvaluateIsAUsageError) {
   EXPECT_EQ(o.code, 2) << o.output;
   EXPECT_TRUE(has(o.output, "no problem with id 999 in level 1")) << o.output;
   EXPECT_TRUE(has(o.output, "nothing to evaluate")) << o.output;
+}
+
+TEST(Cli, ADamagedStoreStopsEvalAndReportAndKeepsTheResultsFile) {
+  fs::path run = scratch_dir("cli", "damaged_store");
+  fs::copy_file(kSource / "examples/level1/19_ReLU/cpu_honest.py", run / "level_1_problem_19_sample_0_kernel.py");
+  {
+    std::string error;
+    auto store = Store::open(run / "kbv.sqlite", error);
+    ASSERT_NE(store, nullptr) << error;
+    for (int i = 0; i < 400; ++i)
+      ASSERT_EQ(store->put(RecordKey{1, i, 0, "h", "p"}, {{"level", 1}, {"problem_id", i}, {"pad", std::string(300, 'x')}}),
+                "");
+  }
+  {
+    std::fstream f(run / "kbv.sqlite", std::ios::in | std::ios::out | std::ios::binary);
+    std::string garbage(8 * 4096, '\x5a');
+    f.seekp(2 * 4096);
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  const std::string results = "[{\"kept\": true}]\n";
+  { std::ofstream(run / "eval_results.json") << results; }
+  Outcome e = run_kbv({"eval", "--device", "cpu", "--problems", (kSource / "problems").string(), "--run", run.string()},
+                      {}, 300);
+  EXPECT_EQ(e.code, 2) << e.output;
+  EXPECT_TRUE(has(e.output, "the results store is damaged")) << e.output;
+  EXPECT_EQ(read_file(run / "eval_results.json").text, results);
+  Outcome r = run_kbv({"report", run.string()}, {}, 60, "");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "the results store is damaged")) << r.output;
 }
 
 TEST(Cli, HelpAndVersionExitZero) {

@@ -264,3 +264,56 @@ TEST_F(StoreTest, TwoConnectionsShareTheFile) {
 
 }  // namespace
 }  // namespace kbv
+
+namespace kbv {
+namespace {
+
+class StoreDamage : public StoreTest {};
+
+TEST_F(StoreDamage, ACorruptedFileIsSaidToBeDamagedNotEmpty) {
+  {
+    auto store = open_store();
+    ASSERT_NE(store, nullptr);
+    // Enough rows (with long text) to fill interior pages of the table and its index.
+    for (int i = 0; i < 400; ++i)
+      ASSERT_EQ(store->put(key(1, i, 0), {{"level", 1}, {"problem_id", i}, {"pad", std::string(300, 'x')}}), "");
+  }  // the last connection checkpoints the WAL into the file
+  const auto size = fs::file_size(path_);
+  ASSERT_GT(size, 16u * 4096u);
+  {
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    // Pages 3 to 10 (a page is 4096 bytes; page 1 holds the header): garbage.
+    std::string garbage(8 * 4096, '\x5a');
+    f.seekp(2 * 4096);
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  for (Store::Mode mode : {Store::Mode::read_write, Store::Mode::read_only}) {
+    std::string error;
+    auto store = Store::open(path_, error, mode);
+    EXPECT_EQ(store, nullptr);
+    EXPECT_NE(error.find("the results store is damaged"), std::string::npos) << error;
+    EXPECT_NE(error.find(path_.string()), std::string::npos) << error;
+  }
+}
+
+TEST_F(StoreDamage, ReadOnlyNeitherCreatesNorWrites) {
+  std::string error;
+  EXPECT_EQ(Store::open(path_, error, Store::Mode::read_only), nullptr);
+  EXPECT_FALSE(fs::exists(path_));
+  {
+    auto store = open_store();
+    ASSERT_EQ(store->put(key(1, 1, 0), record(1, 1, 0, "a")), "");
+  }
+  auto before = fs::last_write_time(path_);
+  auto store = Store::open(path_, error, Store::Mode::read_only);
+  ASSERT_NE(store, nullptr) << error;
+  EXPECT_EQ(store->latest().size(), 1u);
+  EXPECT_EQ(store->rows().size(), 1u);
+  EXPECT_TRUE(store->has(key(1, 1, 0)));
+  std::string e = store->put(key(1, 2, 0), record(1, 2, 0, "b"));
+  EXPECT_NE(e.find("read-only"), std::string::npos) << e;
+  EXPECT_EQ(fs::last_write_time(path_), before);
+}
+
+}  // namespace
+}  // namespace kbv
