@@ -442,6 +442,13 @@ KBV_REPLY(LoadProblemReply)
 KBV_REPLY(LoadCandidateReply)
 KBV_REQUEST(DescribeRequest)
 KBV_REPLY(DescribeReply)
+json to_json(const InputShape& m) {
+  json j = json::object();
+  Writer w{j};
+  fields(w, m);
+  return j;
+}
+std::string from_json(const json& j, InputShape& m) { return read(j, m); }
 KBV_REQUEST(KernelbenchSeedsRequest)
 KBV_REPLY(KernelbenchSeedsReply)
 KBV_REQUEST(InputsRequest)
