@@ -128,7 +128,7 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
     if (rr.status != ReadResult::Status::ok || !rr.message.is_object() || msg::op_text(rr.message).empty()) break;
     if (!asked) {
       rr.status = ReadResult::Status::error;
-      rr.error = fmt::format("the worker asked {} during op '{}', which takes no questions",
+      rr.error = fmt::format("the worker asked \"{}\" during op '{}', which takes no questions",
                              msg::op_text(rr.message), msg::op_text(request));
       break;
     }
