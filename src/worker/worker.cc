@@ -116,6 +116,11 @@ int serve(const std::string& role_name, int in_fd, int out_fd) {
   for (;;) {
     ReadResult r = read_message(in_fd, std::nullopt);
     if (r.status == ReadResult::Status::eof) return 0;  // supervisor gone: exit quietly
+    if (r.status == ReadResult::Status::error && r.framed) {  // a whole frame that is not a request
+      if (!write_message(out_fd, failure(WorkerError{"protocol_error", "a malformed request: " + r.error, ""})).empty())
+        return 1;
+      continue;
+    }
     if (r.status != ReadResult::Status::ok) {
       std::fprintf(stderr, "kbv worker: %s\n", r.error.c_str());
       return 1;
