@@ -244,24 +244,32 @@ int list_problems(const std::string& dir, std::optional<int> level, const Common
     json row = {{"level", p.level}, {"id", p.id}, {"name", p.name}, {"path", p.path.string()}};
     std::string inputs;
     if (shapes) {
-      json load, failure;
+      kbv::msg::LoadProblemReply load;
+      json failure;
       kbv::WorkerProcess* w = reference.get(p.path, o, load, failure);
       kbv::Reply r;
-      if (w) r = w->call({{"op", "describe"}, {"seed", 42}}, std::chrono::milliseconds(300000));
-      if (w && r.status == kbv::Reply::Status::ok) {
-        row["inputs"] = r.body["inputs"];
-        for (const auto& i : r.body["inputs"]) {
+      std::optional<kbv::msg::DescribeReply> described;
+      if (w) {
+        r = w->call(kbv::msg::to_json(kbv::msg::DescribeRequest{42}), std::chrono::milliseconds(300000));
+        described = kbv::reply_as<kbv::msg::DescribeReply>(r);
+      }
+      if (described) {
+        row["inputs"] = json::array();
+        for (const auto& i : described->inputs) {
+          row["inputs"].push_back(kbv::msg::to_json(i));
           if (!inputs.empty()) inputs += ", ";
-          if (i.contains("sizes")) {
+          if (i.sizes) {
             std::string s;
-            for (const auto& n : i["sizes"]) s += (s.empty() ? "" : "x") + std::to_string(n.get<int64_t>());
-            inputs += i["dtype"].get<std::string>() + "[" + s + "]";
+            for (int64_t n : *i.sizes) s += (s.empty() ? "" : "x") + std::to_string(n);
+            inputs += i.dtype.value_or("?") + "[" + s + "]";
           } else {
-            inputs += i["value"].get<std::string>();
+            inputs += i.value.value_or("?");
           }
         }
       } else {
-        row["error"] = w ? (r.body.value("message", r.detail)) : failure.value("message", "");
+        row["error"] = !w ? failure.value("message", "")
+                       : r.status == kbv::Reply::Status::failed ? kbv::msg::failure_of(r.body).message
+                                                                 : r.detail;
         inputs = "error: " + row["error"].get<std::string>();
       }
     }

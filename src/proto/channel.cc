@@ -97,6 +97,7 @@ ReadResult read_message(int fd, std::optional<std::chrono::milliseconds> timeout
   if (result.message.is_discarded() || !result.message.is_object()) {
     result.status = ReadResult::Status::error;
     result.error = "malformed message (not a JSON object)";
+    result.framed = true;
   }
   return result;
 }

@@ -19,6 +19,9 @@ struct ReadResult {
   enum class Status { ok, eof, timeout, error } status = Status::error;
   nlohmann::json message;
   std::string error;  // for eof / error: what happened
+  // error only: the whole frame was read and its body is not a JSON object, so the next message
+  // starts where it should (a reader may answer it and go on).
+  bool framed = false;
 };
 
 // Blocking write of one message; returns "" or an error (EPIPE when the peer died).

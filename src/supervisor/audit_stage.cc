@@ -15,7 +15,7 @@ std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(
 // The audit holds a few more copies of inputs and outputs than a trial: running out of device
 // memory there says nothing about the candidate.
 bool out_of_memory(const Reply& r) {
-  return r.status == Reply::Status::failed && r.body.value("message", "").find("out of memory") != std::string::npos;
+  return r.status == Reply::Status::failed && msg::failure_of(r.body).message.find("out of memory") != std::string::npos;
 }
 }  // namespace
 
@@ -26,9 +26,9 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   const Protocol& p = options.protocol;
   auto incomplete = [&](const std::string& what, const Reply& r) {
     out.details["incomplete"] =
-        fmt::format("{}: {}", what, r.status == Reply::Status::failed ? r.body.value("message", "") : r.detail);
-    ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
-    cand.call({{"op", "release"}}, ms(options.timeouts.call_s));
+        fmt::format("{}: {}", what, r.status == Reply::Status::failed ? msg::failure_of(r.body).message : r.detail);
+    ref.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
+    cand.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.call_s));
     return out;
   };
   // Draw A from the protocol's last distribution (kbv: D4, x-1; kernelbench: D1), so that lanes a
@@ -36,63 +36,69 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   double scale_a = p.distributions.empty() ? 1.0 : p.distributions.back().scale;
   double scale_b = p.distributions.empty() ? 1.0 : p.distributions.front().scale;
   out.details["draws"] = {{"a_scale", scale_a}, {"b_scale", scale_b}};
-  Reply a = ref.call({{"op", "inputs"}, {"seed", seed_a}, {"scale", scale_a}, {"input_draw", p.input_draw}},
-                     ms(options.timeouts.reference_s));
-  if (a.status != Reply::Status::ok) return incomplete("the reference's audit draw failed", a);
-  json reference_aliases = a.body.value("output_aliases", json::array());
+  msg::InputsRequest draw_a;
+  draw_a.seed = seed_a;
+  draw_a.scale = scale_a;
+  draw_a.input_draw = p.input_draw;
+  Reply a = ref.call(msg::to_json(draw_a), ms(options.timeouts.reference_s));
+  std::optional<msg::InputsReply> inputs_a = reply_as<msg::InputsReply>(a);
+  if (!inputs_a) return incomplete("the reference's audit draw failed", a);
+  json reference_aliases = inputs_a->output_aliases;
   // The first phase makes several calls (sampling up to 5 s of wall time, threads watched 300 ms).
-  Reply first = cand.call({{"op", "audit"}, {"phase", "first"}, {"args", a.body["args"]}},
+  Reply first = cand.call(msg::to_json(msg::AuditRequest{"first", inputs_a->args, {}}),
                           ms(options.timeouts.call_s * 2 + 10));
-  ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+  std::optional<msg::AuditReply> first_seen = reply_as<msg::AuditReply>(first);
+  ref.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
   if (out_of_memory(first)) return incomplete("the audit's calls ran out of memory", first);
-  if (first.status != Reply::Status::ok) {
+  if (!first_seen) {
     out.candidate_failure = first;
     out.failure_context = "runtime audit (calls on fresh copies of a new draw)";
     return out;
   }
   // Draw B: A again on fresh poisoned buffers, then those buffers overwritten with B.
-  Reply b = ref.call({{"op", "inputs"}, {"seed", seed_b}, {"scale", scale_b}, {"input_draw", p.input_draw}},
-                     ms(options.timeouts.reference_s));
-  if (b.status != Reply::Status::ok) return incomplete("the reference's second audit draw failed", b);
-  Reply second = cand.call(p.with_tolerance({{"op", "audit"},
-                            {"phase", "second"},
-                            {"args", b.body["args"]}}),
+  msg::InputsRequest draw_b;
+  draw_b.seed = seed_b;
+  draw_b.scale = scale_b;
+  draw_b.input_draw = p.input_draw;
+  Reply b = ref.call(msg::to_json(draw_b), ms(options.timeouts.reference_s));
+  std::optional<msg::InputsReply> inputs_b = reply_as<msg::InputsReply>(b);
+  if (!inputs_b) return incomplete("the reference's second audit draw failed", b);
+  Reply second = cand.call(msg::to_json(msg::AuditRequest{"second", inputs_b->args, p.wire_tolerance()}),
                            ms(options.timeouts.call_s * 2));
   if (out_of_memory(second)) return incomplete("the audit's calls ran out of memory", second);
-  if (second.status != Reply::Status::ok) {
-    ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+  std::optional<msg::AuditReply> second_seen = reply_as<msg::AuditReply>(second);
+  if (!second_seen) {
+    ref.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
     out.candidate_failure = second;
     out.failure_context = "runtime audit (repeat on fresh buffers, then the same buffers with new values)";
     return out;
   }
   json stale_check = nullptr;
-  if (second.body.contains("outputs") && second.body["outputs"].is_array()) {
-    Reply chk = ref.call(p.with_tolerance({{"op", "check"},
-                          {"outputs", second.body["outputs"]}}),
+  if (second_seen->outputs && second_seen->outputs->is_array()) {
+    Reply chk = ref.call(msg::to_json(msg::CheckRequest{*second_seen->outputs, p.wire_tolerance()}),
                          ms(options.timeouts.reference_s));
-    if (chk.status != Reply::Status::ok) {
+    std::optional<msg::CheckReply> checked = reply_as<msg::CheckReply>(chk);
+    if (!checked) {
       // A malformed handle is the candidate's; anything else (the reference running out of
       // device memory included) leaves the audit incomplete.
       if (out_of_memory(chk)) return incomplete("checking the same-storage call ran out of memory", chk);
-      if (chk.status == Reply::Status::failed && chk.body.value("kind", "") == "runtime_error") {
+      if (chk.status == Reply::Status::failed && msg::failure_of(chk.body).kind == "runtime_error") {
         out.candidate_failure = chk;
         out.failure_context = "runtime audit (checking the same-storage call)";
-        cand.call({{"op", "release"}}, ms(options.timeouts.call_s));
-        ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+        cand.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.call_s));
+        ref.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
         return out;
       }
       return incomplete("checking the same-storage call failed", chk);
     }
-    stale_check = {{"passed", chk.body.value("passed", false)},
-                   {"reason", chk.body.value("reason", "")},
-                   {"comparisons", chk.body.value("comparisons", json::array())}};
+    stale_check = {{"passed", checked->passed}, {"reason", checked->reason}, {"comparisons", checked->comparisons}};
   }
-  cand.call({{"op", "release"}}, ms(options.timeouts.call_s));
-  ref.call({{"op", "release"}}, ms(options.timeouts.reference_s));
+  cand.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.call_s));
+  ref.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
 
-  json observed = first.body;
+  json observed = first_seen->observed;
   for (const char* k : {"determinism", "determinism_note", "same_as_previous", "stale_skipped"})
-    if (second.body.contains(k)) observed[k] = second.body[k];
+    if (second_seen->observed.contains(k)) observed[k] = second_seen->observed[k];
   json compute_obs = observed.value("compute", json::object());
   if (compute_obs.value("method", "") == "cpu-sampling") out.compute = cpu_compute(compute_obs);
   else if (device != "cuda") out.compute = cpu_compute(compute_obs);  // not_measured, with its reason

@@ -159,7 +159,8 @@ int baseline_command(const BaselineCommandOptions& o) {
     for (const auto& mode : eval.protocol.timing.baselines)
       if (text.ok && !load_baseline(eval, baseline_key(text.text, eval, *env, mode))) todo.push_back(mode);
     std::string line, problem_error = text.ok ? "" : text.error;
-    json load_reply, failure;
+    msg::LoadProblemReply load_reply;
+    json failure;
     WorkerProcess* ref = nullptr;
     if (problem_error.empty() && !todo.empty()) {
       ref = reference.get(p.path, eval, load_reply, failure);
@@ -199,7 +200,7 @@ int baseline_command(const BaselineCommandOptions& o) {
       if (std::string e = save_baseline(eval, key, *entry); !e.empty()) problem_error = e;
       parts.push_back(fmt::format("{} {:.4g} ms", mode, (*entry)["stats"].value("median_ms", 0.0)));
     }
-    if (ref) ref->call({{"op", "time_release"}}, std::chrono::milliseconds(60000));
+    if (ref) ref->call(msg::to_json(msg::TimeReleaseRequest{}), std::chrono::milliseconds(60000));
     if (!problem_error.empty()) ++failed;
     std::string joined;
     for (const auto& s : parts) joined += (joined.empty() ? "" : ", ") + s;

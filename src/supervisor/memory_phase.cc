@@ -16,7 +16,7 @@ namespace {
 std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
 
 std::string why(const Reply& r) {
-  if (r.status == Reply::Status::failed) return r.body.value("message", std::string("the worker failed"));
+  if (r.status == Reply::Status::failed) return msg::failure_of(r.body).message;
   return r.detail.empty() ? std::string("the worker did not answer") : r.detail;
 }
 
@@ -45,35 +45,41 @@ void measure_phase(json& record, WorkerProcess& cand, WorkerProcess& ref, const 
   json candidate;
   // The candidate computes on a draw made by the reference (as in the checks), the baselines on
   // the same draw (same seed, same kMeasuredDraw) made in the reference's own measure call.
-  Reply in = ref.call({{"op", "inputs"}, {"seed", seed}, {"scale", 1.0}, {"input_draw", kMeasuredDraw}},
-                      ms(t.reference_s));
-  if (in.status != Reply::Status::ok) {
+  msg::InputsRequest draw;
+  draw.seed = seed;
+  draw.input_draw = kMeasuredDraw;
+  Reply in = ref.call(msg::to_json(draw), ms(t.reference_s));
+  std::optional<msg::InputsReply> drawn = reply_as<msg::InputsReply>(in);
+  if (!drawn) {
     candidate = not_measured("the reference could not draw inputs for the measured calls: " + why(in));
   } else {
-    Reply m = cand.call({{"op", "measure"}, {"args", in.body["args"]}, {"repeats", kMemoryRepeats}},
-                        ms(t.call_s * calls));
-    if (m.status != Reply::Status::ok) {
+    msg::MeasureRequest measure;
+    measure.args = drawn->args;
+    measure.repeats = kMemoryRepeats;
+    Reply m = cand.call(msg::to_json(measure), ms(t.call_s * calls));
+    if (std::optional<msg::MeasureReply> measured = reply_as<msg::MeasureReply>(m); !measured) {
       candidate = not_measured("the candidate's measured calls failed: " + why(m));
     } else {
-      candidate = m.body.value("memory", json::object());
-      if (m.body.contains("compute")) {
-        json finding = merge_compute(record, m.body["compute"], options.protocol.name == "kernelbench");
+      candidate = measured->memory;
+      if (measured->compute) {
+        json finding = merge_compute(record, *measured->compute, options.protocol.name == "kernelbench");
         if (!finding.is_null()) record["findings"].push_back(finding);
       }
     }
-    cand.call({{"op", "release"}}, ms(t.call_s));
+    cand.call(msg::to_json(msg::ReleaseRequest{}), ms(t.call_s));
   }
-  ref.call({{"op", "release"}}, ms(t.reference_s));
+  ref.call(msg::to_json(msg::ReleaseRequest{}), ms(t.reference_s));
   json baselines = json::object();
   for (const char* baseline : {"tf32", "fp32"}) {
-    Reply b = ref.call({{"op", "measure"},
-                        {"seed", seed},
-                        {"baseline", baseline},
-                        {"repeats", kMemoryRepeats},
-                        {"input_draw", kMeasuredDraw}},
-                       ms(t.reference_s * calls));
-    baselines[baseline] = b.status == Reply::Status::ok
-                              ? b.body.value("memory", json::object())
+    msg::MeasureRequest measure;
+    measure.seed = seed;
+    measure.baseline = baseline;
+    measure.repeats = kMemoryRepeats;
+    measure.input_draw = kMeasuredDraw;
+    Reply b = ref.call(msg::to_json(measure), ms(t.reference_s * calls));
+    std::optional<msg::MeasureReply> measured = reply_as<msg::MeasureReply>(b);
+    baselines[baseline] = measured
+                              ? measured->memory
                               : not_measured(fmt::format("the {} baseline's measured calls failed: {}", baseline, why(b)));
   }
   memory::MemoryVerdict v = memory::memory_verdict(candidate, baselines);

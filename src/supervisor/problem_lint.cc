@@ -267,7 +267,8 @@ json lint_one(const Target& t, const ProblemLintOptions& opt, ReferenceHost& hos
   for (const auto& d : p.distributions) {
     uint64_t a = seeds.next(), b = seeds.next();
     ProblemDraw draw{d, json(), ""};
-    json load, failure;
+    msg::LoadProblemReply load;
+    json failure;
     WorkerProcess* w = host.get(t.path, opt.eval, load, failure);
     if (!w) {
       draw.distribution = Distribution{"", 1.0};  // loading does not depend on the distribution
@@ -275,16 +276,12 @@ json lint_one(const Target& t, const ProblemLintOptions& opt, ReferenceHost& hos
       draws.push_back(draw);
       break;
     }
-    Reply r = w->call(p.with_tolerance({{"op", "lint"},
-                       {"seeds", {a, b}},
-                       {"scale", d.scale},
-                       {"input_draw", p.input_draw}}),
-                      timeout);
-    if (r.status == Reply::Status::ok) {
-      draw.reply = r.body;
-      stats[d.name] = r.body;
+    Reply r = w->call(msg::to_json(msg::LintRequest{{a, b}, d.scale, p.input_draw, p.wire_tolerance()}), timeout);
+    if (std::optional<msg::LintReply> linted = reply_as<msg::LintReply>(r)) {
+      draw.reply = msg::to_json(*linted);
+      stats[d.name] = draw.reply;
     } else {
-      draw.failure = r.status == Reply::Status::failed ? r.body.value("message", "the reference failed") : r.detail;
+      draw.failure = r.status == Reply::Status::failed ? msg::failure_of(r.body).message : r.detail;
       if (r.status != Reply::Status::failed) host.reset();
     }
     draws.push_back(draw);

@@ -54,8 +54,9 @@ json reply_failure(const Reply& r, const std::string& fallback_kind) {
     case Reply::Status::ok:
       return json{{"kind", ""}, {"message", ""}};
     case Reply::Status::failed: {
-      json f = {{"kind", r.body.value("kind", fallback_kind)}, {"message", r.body.value("message", "")}};
-      if (r.body.contains("traceback")) f["traceback"] = r.body["traceback"];
+      msg::Failure m = msg::failure_of(r.body);
+      json f = {{"kind", m.kind.empty() ? fallback_kind : m.kind}, {"message", m.message}};
+      if (!m.traceback.empty()) f["traceback"] = m.traceback;
       return f;
     }
     case Reply::Status::timeout:
@@ -131,27 +132,28 @@ std::optional<Environment> probe_environment(const EvalOptions& options, std::st
                                              std::unique_ptr<WorkerProcess>* keep) {
   auto w = WorkerProcess::start("reference", options.worker, device_env(options), error);
   if (!w) return std::nullopt;
-  Reply r = w->call({{"op", "hello"}}, ms(options.timeouts.load_s));
-  if (r.status != Reply::Status::ok) {
+  Reply r = w->call(msg::to_json(msg::HelloRequest{}), ms(options.timeouts.load_s));
+  std::optional<msg::HelloReply> hello = reply_as<msg::HelloReply>(r);
+  if (!hello) {
     error = "cannot start a worker with " + options.worker.python + ": " +
             (r.detail.empty() ? r.body.dump() : r.detail);
     return std::nullopt;
   }
   Environment env;
-  env.torch_version = r.body.value("torch_version", "");
-  env.python_version = r.body.value("python_version", "");
-  env.cuda_available = r.body.value("cuda_available", false);
-  env.device_count = r.body.value("device_count", 0);
+  env.torch_version = hello->torch_version;
+  env.python_version = hello->python_version;
+  env.cuda_available = hello->cuda_available;
+  env.device_count = hello->device_count.value_or(0);
   env.device = options.device.empty() ? (env.cuda_available ? "cuda" : "cpu") : options.device;
   if (env.device == "cuda" && !env.cuda_available) {
     error = "--device cuda, but torch sees no GPU on this machine (torch " + env.torch_version + ")";
     return std::nullopt;
   }
-  if (env.device == "cuda" && !r.body.value("cuda_built", false)) {
+  if (env.device == "cuda" && !hello->cuda_built) {
     error = "--device cuda, but this kbv worker was built without CUDA support";
     return std::nullopt;
   }
-  env.device_name = env.device == "cuda" ? r.body.value("device_name", "cuda") : "cpu";
+  env.device_name = env.device == "cuda" ? hello->device_name : "cpu";
   if (keep) *keep = std::move(w);
   return env;
 }
@@ -169,7 +171,7 @@ void ReferenceHost::adopt(std::unique_ptr<WorkerProcess> idle) {
   problem_key_.clear();
 }
 
-WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& options, json& load_reply,
+WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& options, msg::LoadProblemReply& load_reply,
                                   json& failure) {
   FileText text = read_file(problem);
   if (!text.ok) {
@@ -189,14 +191,15 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
     failure = {{"kind", "problem_error"}, {"message", "cannot start the reference worker: " + error}};
     return nullptr;
   }
-  Reply r = worker_->call({{"op", "load"},
-                           {"path", python_path(problem)},
-                           {"code", text.text},
-                           {"device", options.device},
-                           {"precision", options.protocol.precision},
-                           {"seed", options.protocol.construction_seed}},
-                          ms(options.timeouts.load_s));
-  if (r.status != Reply::Status::ok) {
+  msg::LoadRequest load;
+  load.path = python_path(problem);
+  load.code = text.text;
+  load.device = options.device;
+  load.precision = options.protocol.precision;
+  load.seed = options.protocol.construction_seed;
+  Reply r = worker_->call(msg::to_json(load), ms(options.timeouts.load_s));
+  std::optional<msg::LoadProblemReply> loaded = reply_as<msg::LoadProblemReply>(r);
+  if (!loaded) {
     failure = reply_failure(r, "problem_error");
     std::string kind = failure["kind"];
     if (kind != "interrupted") failure["kind"] = "problem_error";
@@ -206,8 +209,8 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
     return nullptr;
   }
   problem_key_ = key;
-  load_reply_ = r.body;
-  load_reply = r.body;
+  load_reply_ = *loaded;
+  load_reply = *loaded;
   return worker_.get();
 }
 
@@ -253,11 +256,13 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
     b.message = "cannot start the build worker: " + error;
     return b;
   }
-  Reply r = w->call({{"op", "build"}, {"path", python_path(solution_path)}, {"code", solution.code},
-                     {"device", env.device}},
-                    ms(options.timeouts.build_s));
+  msg::BuildRequest build;
+  build.path = python_path(solution_path);
+  build.code = solution.code;
+  build.device = env.device;
+  Reply r = w->call(msg::to_json(build), ms(options.timeouts.build_s));
   b.seconds = since(t0);
-  if (r.status == Reply::Status::ok) {
+  if (reply_as<msg::BuildReply>(r)) {
     b.ok = true;
   } else {
     json f = reply_failure(r, "compile_error");
@@ -383,7 +388,8 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   record["compiled"] = true;
 
   // 2. The reference worker, loaded with the problem.
-  json load_reply, failure;
+  msg::LoadProblemReply load_reply;
+  json failure;
   WorkerProcess* ref = reference.get(pair.problem_path, options, load_reply, failure);
   if (!ref) {
     set_verdict(record, failure.value("kind", "") == "interrupted" ? "interrupted" : "problem_error",
@@ -391,7 +397,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
     record["metadata"]["problem_error"] = failure.value("message", "");
     return record;
   }
-  if (!load_reply["overrides"].empty()) record["problem_overrides"] = load_reply["overrides"];
+  if (!load_reply.overrides.empty()) record["problem_overrides"] = load_reply.overrides;
 
   // 3. The candidate worker, in its own process, with the extension cache of its build.
   std::string error;
@@ -426,14 +432,15 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   std::optional<FileLock> ext_lock;
   ext_lock.emplace(built.extensions_dir.parent_path() / ".kbv-lock");
   if (ext_lock->ok()) remove_stale_torch_locks(built.extensions_dir);
-  Reply r = cand->call({{"op", "load"},
-                        {"path", python_path(pair.solution_path)},
-                        {"code", solution.code},
-                        {"device", env.device},
-                        {"init_inputs", load_reply["init_inputs"]},
-                        {"precision", options.protocol.precision},
-                        {"seed", options.protocol.construction_seed}},
-                       ms(options.timeouts.load_s + options.timeouts.build_s));
+  msg::LoadRequest load;
+  load.path = python_path(pair.solution_path);
+  load.code = solution.code;
+  load.device = env.device;
+  load.init_inputs = load_reply.init_inputs;
+  load.precision = options.protocol.precision;
+  load.seed = options.protocol.construction_seed;
+  Reply r = cand->call(msg::to_json(load), ms(options.timeouts.load_s + options.timeouts.build_s));
+  reply_as<msg::LoadCandidateReply>(r);
   ext_lock.reset();
   phase_done("load");
   if (r.status != Reply::Status::ok) {
@@ -447,9 +454,8 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   const Protocol& p = options.protocol;
   std::vector<uint64_t> trial_seeds;
   if (p.name == "kernelbench") {
-    Reply s = ref->call({{"op", "kernelbench_seeds"}, {"n", p.trials}}, ms(options.timeouts.reference_s));
-    if (s.status == Reply::Status::ok)
-      for (const auto& v : s.body["seeds"]) trial_seeds.push_back(v.get<uint64_t>());
+    Reply s = ref->call(msg::to_json(msg::KernelbenchSeedsRequest{p.trials}), ms(options.timeouts.reference_s));
+    if (auto ks = reply_as<msg::KernelbenchSeedsReply>(s)) trial_seeds = ks->seeds;
   }
   SeedSource seeds(p.seed);
   json dists = json::array();
@@ -463,10 +469,16 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
                                                                                             : seeds.next();
       json entry = {{"trial", trial}, {"distribution", d.name}, {"scale", d.scale}};
       if (p.seed || p.name == "kernelbench") entry["seed"] = seed;
-      Reply in = ref->call({{"op", "inputs"}, {"seed", seed}, {"scale", d.scale}, {"input_draw", p.input_draw},
-                            {"atol", p.atol}, {"rtol", p.rtol}, {"rel_l2", p.rel_l2}},
-                           ms(options.timeouts.reference_s));
-      if (in.status != Reply::Status::ok) {
+      msg::InputsRequest inputs;
+      inputs.seed = seed;
+      inputs.scale = d.scale;
+      inputs.input_draw = p.input_draw;
+      inputs.tolerance.atol = p.atol;
+      inputs.tolerance.rtol = p.rtol;
+      inputs.tolerance.rel_l2 = p.rel_l2;
+      Reply in = ref->call(msg::to_json(inputs), ms(options.timeouts.reference_s));
+      std::optional<msg::InputsReply> drawn = reply_as<msg::InputsReply>(in);
+      if (!drawn) {
         json f = reply_failure(in, "problem_error");
         std::string msg = fmt::format("{}: the reference failed on trial {} {} (x{}): {}",
                                       pair.problem_path.string(), trial, d.name, d.scale,
@@ -477,30 +489,31 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
         stopped = true;
         break;
       }
-      if (in.body.contains("reference_error")) {
-        entry["reference_error"] = in.body["reference_error"];
-        merge_reference_error(reference_error, in.body["reference_error"], d.name);
+      if (drawn->reference_error) {
+        entry["reference_error"] = *drawn->reference_error;
+        merge_reference_error(reference_error, *drawn->reference_error, d.name);
       }
-      Reply out = cand->call({{"op", "run"}, {"args", in.body["args"]}}, ms(options.timeouts.call_s));
-      if (out.status != Reply::Status::ok) {
+      Reply out = cand->call(msg::to_json(msg::RunRequest{drawn->args}), ms(options.timeouts.call_s));
+      std::optional<msg::RunReply> ran = reply_as<msg::RunReply>(out);
+      if (!ran) {
         const std::string where = fmt::format("trial {} {} (x{})", trial, d.name, d.scale);
         fail_from(out, where);
         if (record["verdict"] == "runtime_error")
-          if (auto m = dtype_fallback_message(out.body.value("message", ""), p.precision, in.body["args"])) {
+          if (auto m = dtype_fallback_message(msg::failure_of(out.body).message, p.precision, drawn->args)) {
             record["message"] = where + ": " + *m;
             record["metadata"]["runtime_error"] = record["message"];
             record["metadata"]["dtype_fallback"] = true;
           }
-        ref->call({{"op", "release"}}, ms(options.timeouts.reference_s));
+        ref->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
         stopped = true;
         break;
       }
-      Reply chk = ref->call(p.with_tolerance({{"op", "check"},
-                             {"outputs", out.body["outputs"]}}),
+      Reply chk = ref->call(msg::to_json(msg::CheckRequest{ran->outputs, p.wire_tolerance()}),
                             ms(options.timeouts.reference_s));
-      cand->call({{"op", "release"}}, ms(options.timeouts.call_s));
-      ref->call({{"op", "release"}}, ms(options.timeouts.reference_s));
-      if (chk.status != Reply::Status::ok) {
+      cand->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.call_s));
+      ref->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
+      std::optional<msg::CheckReply> checked = reply_as<msg::CheckReply>(chk);
+      if (!checked) {
         json f = reply_failure(chk, "runtime_error");
         // A malformed output handle is the candidate's doing; a dead reference is not.
         std::string kind = f["kind"];
@@ -511,24 +524,24 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
         break;
       }
       ++total;
-      bool ok = chk.body.value("passed", false);
+      bool ok = checked->passed;
       entry["passed"] = ok;
-      entry["comparisons"] = chk.body["comparisons"];
-      if (!ok) entry["reason"] = chk.body["reason"];
-      if (!chk.body["mutated_inputs"].empty()) {
-        entry["mutated_inputs"] = chk.body["mutated_inputs"];
+      entry["comparisons"] = checked->comparisons;
+      if (!ok) entry["reason"] = checked->reason;
+      if (!checked->mutated_inputs.empty()) {
+        entry["mutated_inputs"] = checked->mutated_inputs;
         if (!has_reject(record))
           record["findings"].push_back(
               {{"rule", "input_mutation"},
                {"severity", "reject"},
                {"message", fmt::format("the candidate changed input(s) {} which the reference leaves unchanged",
-                                       chk.body["mutated_inputs"].dump())},
+                                       json(checked->mutated_inputs).dump())},
                {"evidence", fmt::format("trial {} {}", trial, d.name)},
                {"cheat", "T8"}});
       }
       if (ok) ++passed;
       if (!ok && first_failure.empty())
-        first_failure = fmt::format("trial {} {} (x{}): {}", trial, d.name, d.scale, chk.body.value("reason", ""));
+        first_failure = fmt::format("trial {} {} (x{}): {}", trial, d.name, d.scale, checked->reason);
       dists.push_back(entry);
     }
   }

@@ -65,7 +65,7 @@ class ReferenceHost {
   // The loaded worker for this problem (started and loaded if needed), or nullptr with the
   // failure in `failure` (a record-ready {"kind", "message"}).
   WorkerProcess* get(const std::filesystem::path& problem, const EvalOptions& options,
-                     nlohmann::json& load_reply, nlohmann::json& failure);
+                     msg::LoadProblemReply& load_reply, nlohmann::json& failure);
   void reset();
   // Takes an idle reference worker (from probe_environment) to load the next problem into.
   void adopt(std::unique_ptr<WorkerProcess> idle);
@@ -73,7 +73,7 @@ class ReferenceHost {
  private:
   std::unique_ptr<WorkerProcess> worker_;
   std::string problem_key_;
-  nlohmann::json load_reply_;
+  msg::LoadProblemReply load_reply_;
 };
 
 struct BuildResult {

@@ -125,11 +125,11 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     rr = read_message(from_, std::max(left, std::chrono::milliseconds(0)));
-    if (rr.status != ReadResult::Status::ok || !rr.message.is_object() || !rr.message.contains("op")) break;
+    if (rr.status != ReadResult::Status::ok || !rr.message.is_object() || msg::op_text(rr.message).empty()) break;
     if (!asked) {
       rr.status = ReadResult::Status::error;
-      rr.error = fmt::format("the worker asked {} during op '{}', which takes no questions",
-                             rr.message["op"].dump().substr(0, 40), request.value("op", ""));
+      rr.error = fmt::format("the worker asked \"{}\" during op '{}', which takes no questions",
+                             msg::op_text(rr.message), msg::op_text(request));
       break;
     }
     auto t0 = Clock::now();
@@ -144,16 +144,16 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
   switch (rr.status) {
     case ReadResult::Status::ok:
       r.body = std::move(rr.message);
-      r.status = r.body.value("ok", false) ? Reply::Status::ok : Reply::Status::failed;
+      r.status = msg::reply_ok(r.body) ? Reply::Status::ok : Reply::Status::failed;
       return r;
     case ReadResult::Status::timeout: {
       kill_group(pid_);
       end_group();
       r.status = Reply::Status::timeout;
       r.detail = fmt::format("no answer from the {} worker within {:.1f} s (op '{}'); its process group was killed",
-                             role_, timeout.count() / 1000.0, request.value("op", ""));
+                             role_, timeout.count() / 1000.0, msg::op_text(request));
       ended_ = fmt::format("it was killed after no answer within {:.1f} s to op '{}'", timeout.count() / 1000.0,
-                           request.value("op", ""));
+                           msg::op_text(request));
       return r;
     }
     case ReadResult::Status::eof:
@@ -163,7 +163,7 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
     case ReadResult::Status::error:
       r.status = Reply::Status::channel_error;
       r.detail = fmt::format("unreadable reply from the {} worker: {}", role_, rr.error);
-      ended_ = fmt::format("it was killed after an unreadable reply to op '{}': {}", request.value("op", ""), rr.error);
+      ended_ = fmt::format("it was killed after an unreadable reply to op '{}': {}", msg::op_text(request), rr.error);
       kill_group(pid_);
       end_group();
       return r;
@@ -182,7 +182,7 @@ void WorkerProcess::end_group() {
 
 void WorkerProcess::stop() {
   if (pid_ > 0) {
-    write_message(to_, {{"op", "exit"}});
+    write_message(to_, msg::to_json(msg::ExitRequest{}));
     if (!wait_for(pid_, std::chrono::milliseconds(3000))) kill_group(pid_);
     end_group();
     ended_ = "it was stopped";

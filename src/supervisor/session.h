@@ -6,11 +6,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "proto/messages.h"
 #include "util/subprocess.h"
 
 namespace kbv {
@@ -31,6 +33,20 @@ struct Reply {
   nlohmann::json body;   // the worker's reply (ok or failed)
   std::string detail;    // timeout/died/channel_error: what happened, with the log's tail
 };
+
+// The body of an ok reply read into a message struct (proto/messages.h). A body that does not
+// parse turns `r` into a failed reply (kind protocol_error, saying what was wrong) and gives nullopt,
+// as does a reply that was not ok.
+template <class T> std::optional<T> reply_as(Reply& r) {
+  if (r.status != Reply::Status::ok) return std::nullopt;
+  T out{};
+  if (std::string e = msg::from_json(r.body, out); !e.empty()) {
+    r.status = Reply::Status::failed;
+    r.body = msg::to_json(msg::Failure{"protocol_error", "a malformed reply from the worker: " + e, ""});
+    return std::nullopt;
+  }
+  return out;
+}
 
 class WorkerProcess {
  public:

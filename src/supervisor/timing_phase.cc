@@ -19,10 +19,8 @@ namespace kbv {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-json rule_request(const EvalOptions& o) {
-  return {{"rule", o.protocol.timing.rule.to_json()},
-          {"flush_bytes", o.protocol.timing.flush_bytes},
-          {"launch_hold_us", o.protocol.timing.launch_hold_us}};
+msg::TimingSettings rule_request(const EvalOptions& o) {
+  return {o.protocol.timing.rule, o.protocol.timing.flush_bytes, o.protocol.timing.launch_hold_us};
 }
 
 namespace {
@@ -36,7 +34,7 @@ constexpr double kFloorMargin = 0.8;
 std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
 
 std::string reply_message(const Reply& r) {
-  if (r.status == Reply::Status::failed) return r.body.value("message", std::string("the worker failed"));
+  if (r.status == Reply::Status::failed) return msg::failure_of(r.body).message;
   return r.detail.empty() ? "the worker did not answer" : r.detail;
 }
 
@@ -78,14 +76,11 @@ std::optional<int64_t> entry_call(const json& e) {
 
 }  // namespace
 
-Stats stats_of_reply(const json& reply) {
-  std::vector<double> samples;
-  for (const auto& x : reply.value("samples_ms", json::array()))
-    if (x.is_number()) samples.push_back(x.get<double>());
-  Stats s = summarize(samples);
-  s.discarded = static_cast<int>(reply.value("discarded_ms", json::array()).size());
-  s.overhead_ms = reply.value("overhead_ms", 0.0);
-  if (const auto it = reply.find("host_call_ms"); it != reply.end() && it->is_number()) s.host_call_ms = it->get<double>();
+Stats stats_of_reply(const msg::TimeReply& reply) {
+  Stats s = summarize(reply.samples_ms);
+  s.discarded = static_cast<int>(reply.discarded_ms.size());
+  s.overhead_ms = reply.overhead_ms;
+  s.host_call_ms = reply.host_call_ms;
   return s;
 }
 
@@ -115,53 +110,51 @@ std::string save_baseline(const EvalOptions& options, const std::string& key, co
   return write_file_atomic(options.cache_dir / "baselines" / (key + ".json"), entry.dump(1));
 }
 
-std::optional<json> draw_timing_inputs(WorkerProcess& reference, const EvalOptions& options, std::string& error) {
+std::optional<msg::TimeInputsReply> draw_timing_inputs(WorkerProcess& reference, const EvalOptions& options,
+                                                       std::string& error) {
   const TimingProtocol& t = options.protocol.timing;
   // Their own seeds, apart from the correctness trials' (secret unless --seed).
   SeedSource seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ 0x74696d696e67ULL)
                                          : std::nullopt);
   // Fresh draws need one set only: the live buffers' shapes, and the output sizes.
   const int sets = t.fresh ? 1 : std::max(t.sets, 1);
-  json list = json::array();
-  for (int i = 0; i < sets; ++i) list.push_back(seeds.next());
-  Reply r = reference.call({{"op", "time_inputs"},
-                            {"seeds", list},
-                            {"max_bytes", t.max_set_bytes},
-                            {"input_draw", kMeasuredDraw}},
-                           ms(options.timeouts.reference_s * sets));
-  if (r.status != Reply::Status::ok) {
-    error = "drawing the timing inputs: " + reply_message(r);
-    return std::nullopt;
-  }
-  return r.body;
+  msg::TimeInputsRequest req;
+  for (int i = 0; i < sets; ++i) req.seeds.push_back(seeds.next());
+  req.max_bytes = t.max_set_bytes;
+  req.input_draw = kMeasuredDraw;
+  Reply r = reference.call(msg::to_json(req), ms(options.timeouts.reference_s * sets));
+  std::optional<msg::TimeInputsReply> drawn = reply_as<msg::TimeInputsReply>(r);
+  if (!drawn) error = "drawing the timing inputs: " + reply_message(r);
+  return drawn;
 }
 
 std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions& options, const std::string& mode,
                                      bool cpu, std::string& error) {
-  json req = rule_request(options);
-  req["op"] = "time";
-  req["mode"] = mode;
+  msg::TimeReferenceRequest req;
+  req.timing = rule_request(options);
+  req.mode = mode;
   if (options.protocol.timing.fresh) {
     // The baseline's calls on fresh draws too: its own secret seeds, apart from every other draw's.
     const uint64_t mode_tag = mode == "tf32" ? 1 : mode == "fp32" ? 2 : 3;
     SeedSource seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ (0x626173656cULL + mode_tag))
                                            : std::nullopt);
-    req["fresh_seed"] = seeds.next();
+    req.fresh_seed = seeds.next();
   }
   std::chrono::milliseconds timeout = timing_timeout(options);
   if (mode == "compile") timeout += ms(options.timeouts.build_s);  // inductor compiles on the first call
   std::optional<HostLoadProbe> load;
   if (cpu) load.emplace(std::vector<int>{reference.pid()});
-  Reply r = reference.call(req, timeout);
-  if (r.status != Reply::Status::ok) {
+  Reply r = reference.call(msg::to_json(req), timeout);
+  std::optional<msg::TimeReply> timed = reply_as<msg::TimeReply>(r);
+  if (!timed) {
     error = fmt::format("timing the {} baseline: {}", mode, reply_message(r));
     return std::nullopt;
   }
-  json run = r.body;
-  json samples = run["samples_ms"];
+  json samples = timed->samples_ms;
+  json run = msg::to_json(*timed);
   run.erase("samples_ms");
   run.erase("ok");
-  json stats = stats_of_reply(r.body).to_json();
+  json stats = stats_of_reply(*timed).to_json();
   if (load)
     if (std::optional<double> others = load->other_cores()) stats["host_other_cores"] = std::round(*others * 100) / 100;
   return json{{"mode", mode}, {"stats", stats}, {"samples_ms", samples}, {"run", run}, {"measured_at", utc_now()}};
@@ -180,12 +173,13 @@ std::optional<json> device_calibration(WorkerProcess& reference, const EvalOptio
     json j = json::parse(t.text, nullptr, false);
     if (j.is_object() && j.value("bandwidth_bytes_per_s", 0.0) > 0) return j;
   }
-  Reply r = reference.call({{"op", "calibrate"}}, ms(options.timeouts.reference_s));
-  if (r.status != Reply::Status::ok) {
+  Reply r = reference.call(msg::to_json(msg::CalibrateRequest{}), ms(options.timeouts.reference_s));
+  std::optional<msg::CalibrateReply> calibrated = reply_as<msg::CalibrateReply>(r);
+  if (!calibrated) {
     error = "measuring the device's copy bandwidth: " + reply_message(r);
     return std::nullopt;
   }
-  json j = r.body;
+  json j = msg::to_json(*calibrated);
   j.erase("ok");
   j["device_name"] = env.device_name;
   j["torch_version"] = env.torch_version;
@@ -255,8 +249,8 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
                                              "): the reporting channel was tampered with",
                                          "timing reply", "T14"));
     reject_on_findings(record);
-    reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
-    candidate.call({{"op", "time_release"}}, ms(options.timeouts.call_s));
+    reference.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.reference_s));
+    candidate.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.call_s));
   }
 }
 
@@ -269,21 +263,21 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   auto give_up = [&](const std::string& why) {
     timing["error"] = why;
     record["timing"] = timing;
-    reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
-    candidate.call({{"op", "time_release"}}, ms(options.timeouts.call_s));
+    reference.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.reference_s));
+    candidate.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.call_s));
   };
   std::string error;
-  std::optional<json> sets = draw_timing_inputs(reference, options, error);
+  std::optional<msg::TimeInputsReply> sets = draw_timing_inputs(reference, options, error);
   if (!sets) return give_up(error);
   if (interrupted()) return give_up("interrupted");
 
   // The candidate, with the supervisor's own clock around the whole request.
   SeedSource spot_seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ 0x73706f74ULL)
                                               : std::nullopt);
-  json req = rule_request(options);
-  req["op"] = "time";
-  req["sets"] = (*sets)["sets"];
-  req["spot_seed"] = spot_seeds.next();
+  msg::TimeCandidateRequest req;
+  req.timing = rule_request(options);
+  req.sets = sets->sets;
+  req.spot_seed = spot_seeds.next();
   std::optional<uint64_t> fresh_seed;
   if (tp.fresh) {
     // The candidate's calls on fresh draws of the problem's get_inputs(): before each call its
@@ -291,39 +285,40 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
     // a seed the candidate never sees; no draw runs in the candidate's process, so nothing it
     // patched there sees one. The reference recomputes a secret subset for the spot checks.
     fresh_seed = spot_seeds.next();
-    req["fresh"] = true;
+    req.fresh = true;
   }
-  req["spot_per_output"] = tp.spot_per_output;
-  req["spot_max_calls"] = tp.spot_max_calls;
+  req.spot_per_output = tp.spot_per_output;
+  req.spot_max_calls = tp.spot_max_calls;
   // Draws in call order only, at most one per call the rule allows: an ask out of order or
   // beyond that comes from a tampered worker.
   const int64_t max_draws = int64_t{tp.rule.warmup} + tp.rule.max_samples + tp.rule.max_discards;
   int64_t draws = 0;
   std::string draw_error, draw_forged;
   auto serve_draw = [&](const json& ask) -> json {
-    const bool is_draw = ask["op"].is_string() && ask["op"].get<std::string>() == "draw";
-    const bool in_order = ask.contains("index") && ask["index"].is_number_integer() &&
-                          ask["index"].get<int64_t>() == draws && draws < max_draws;
+    msg::DrawAsk draw;
+    const bool is_draw = msg::op_of(ask) == msg::Op::draw && msg::from_json(ask, draw).empty();
+    const bool in_order = is_draw && draw.index == draws && draws < max_draws;
     if (!fresh_seed || !is_draw || !in_order) {
       if (draw_forged.empty())
         draw_forged = fmt::format("the candidate worker asked for {} when the next draw was {} (at most {})",
                                   ask.dump().substr(0, 120), draws, max_draws);
-      return json{{"ok", false}, {"kind", "protocol_error"}, {"message", "fresh draws come in call order"}};
+      return msg::to_json(msg::Failure{"protocol_error", "fresh draws come in call order", ""});
     }
-    Reply d = reference.call({{"op", "time_draw"}, {"fresh_seed", *fresh_seed}, {"index", draws}},
+    Reply d = reference.call(msg::to_json(msg::TimeDrawRequest{*fresh_seed, static_cast<uint64_t>(draws)}),
                              ms(options.timeouts.reference_s));
-    if (d.status != Reply::Status::ok) {
+    if (!reply_as<msg::Done>(d)) {
       if (draw_error.empty()) draw_error = fmt::format("fresh timing draw {}: {}", draws, reply_message(d));
-      return json{{"ok", false}, {"kind", "problem_error"}, {"message", draw_error}};
+      return msg::to_json(msg::Failure{"problem_error", draw_error, ""});
     }
     ++draws;
-    return json{{"ok", true}};
+    return msg::to_json(msg::Done{});
   };
   // On the CPU, what other processes ran meanwhile (the reference serving draws is ours).
   std::optional<HostLoadProbe> load;
   if (env.device != "cuda") load.emplace(std::vector<int>{reference.pid(), candidate.pid()});
   auto t0 = Clock::now();
-  Reply c = candidate.call(req, timing_timeout(options), serve_draw);
+  Reply c = candidate.call(msg::to_json(req), timing_timeout(options), serve_draw);
+  std::optional<msg::TimeReply> timed = reply_as<msg::TimeReply>(c);
   double candidate_others = -1;  // unknown (GPU, or /proc unreadable)
   if (load)
     if (std::optional<double> others = load->other_cores()) candidate_others = *others;
@@ -336,7 +331,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
     reject_on_findings(record);
     return give_up(draw_forged);
   }
-  if (c.status != Reply::Status::ok) {
+  if (!timed) {
     std::string verdict = c.status == Reply::Status::timeout ? "timeout"
                           : c.status == Reply::Status::died  ? "crashed"
                           : interrupted()                    ? "interrupted"
@@ -347,12 +342,13 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
     record["message"] = message;
     record["correctness"] = false;
     if (verdict == "runtime_error" || verdict == "crashed") record["metadata"]["runtime_error"] = message;
-    if (c.body.contains("traceback")) record["traceback"] = c.body["traceback"];
+    if (c.status == Reply::Status::failed && !msg::failure_of(c.body).traceback.empty())
+      record["traceback"] = msg::failure_of(c.body).traceback;
     return give_up(message);
   }
-  const json& cr = c.body;
+  const msg::TimeReply& cr = *timed;
   Stats cs = stats_of_reply(cr);
-  timing["method"] = cr.value("method", "");
+  timing["method"] = cr.method;
   timing["candidate"] = cs.to_json();
   if (candidate_others >= 0) timing["candidate"]["host_other_cores"] = std::round(candidate_others * 100) / 100;
   if (fresh_seed && draws != int64_t{tp.rule.warmup} + cs.samples + cs.discarded)
@@ -366,7 +362,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
 
   // Wall check: the samples the candidate's process reports cannot add up to more than the
   // supervisor saw the whole request take (T4: a patched or forged timer).
-  const double reported_ms = sum_of(cr.value("samples_ms", json::array())) + sum_of(cr.value("discarded_ms", json::array()));
+  const double reported_ms = sum_of(cr.samples_ms) + sum_of(cr.discarded_ms);
   const bool wall_ok = reported_ms <= supervisor_ms && cs.samples > 0;
   timing["wall_check"] = {{"supervisor_ms", supervisor_ms}, {"reported_sum_ms", reported_ms}, {"ok", wall_ok}};
   if (!wall_ok)
@@ -378,7 +374,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                                       "are forged",
                                       reported_ms, supervisor_ms),
         "timing.wall_check", "T4"));
-  const int mismatches = cr.value("mismatches", 0);
+  const int mismatches = cr.mismatches;
   timing["events_host_disagreed"] = mismatches;
   if (mismatches > 0)
     record["findings"].push_back(finding(
@@ -386,13 +382,16 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
         fmt::format("in {} of {} timed calls the device finished up to {:.3f} ms after the events on the calling "
                     "stream said (work on another stream or thread); the host clock around a full device "
                     "synchronisation was used for those",
-                    mismatches, cs.samples + cs.discarded, cr.value("max_mismatch_ms", 0.0)),
+                    mismatches, cs.samples + cs.discarded, cr.max_mismatch_ms),
         "cuda events vs host clock", "T1"));
 
   // Spot checks of the timed calls' outputs, judged by the reference on its expected outputs (fresh
   // draws: on its recomputation of a secret choice of spot_draws calls, chosen now, after the calls).
-  const json entries = cr.value("spot", json::array());
-  json sc_req = {{"op", "spot_check"}, {"entries", entries}, {"atol", options.protocol.atol}, {"rtol", options.protocol.rtol}};
+  const json entries = cr.spot.value_or(json::array());
+  msg::SpotCheckRequest sc_req;
+  sc_req.entries = entries;
+  sc_req.atol = options.protocol.atol;
+  sc_req.rtol = options.protocol.rtol;
   int spot_calls = 0, spot_calls_checked = 0;
   if (fresh_seed) {
     std::vector<int64_t> calls;
@@ -411,12 +410,13 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
       std::optional<int64_t> call = entry_call(e);
       if (!call || chosen.count(*call)) subset.push_back(e);  // malformed entries are passed on, to fail there
     }
-    sc_req["entries"] = subset;
-    sc_req["fresh_seed"] = *fresh_seed;
+    sc_req.entries = subset;
+    sc_req.fresh_seed = *fresh_seed;
   }
-  Reply sc = reference.call(sc_req, ms(options.timeouts.reference_s * (fresh_seed ? 1 + tp.spot_draws : 1)));
+  Reply sc = reference.call(msg::to_json(sc_req), ms(options.timeouts.reference_s * (fresh_seed ? 1 + tp.spot_draws : 1)));
+  std::optional<msg::SpotCheckReply> spot = reply_as<msg::SpotCheckReply>(sc);
   // Outputs with no elements have no positions to check.
-  const bool has_elements = sc.status != Reply::Status::ok || sc.body.value("expected_numel", int64_t{0}) > 0;
+  const bool has_elements = !spot || spot->expected_numel > 0;
   // The warm-up count is the supervisor's own rule, not what the candidate's worker says it did.
   const std::string inconsistent = spot_entries_problem(entries, cs.samples + cs.discarded, tp.rule.warmup,
                                                         has_elements ? tp.spot_max_calls : 0);
@@ -425,19 +425,18 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                                          "the candidate worker's spot checks do not match its timed calls: " +
                                              inconsistent,
                                          "outputs of timed calls", "T5"));
-  if (sc.status == Reply::Status::ok) {
-    timing["spot_checks"] = {{"checked", sc.body.value("checked", 0)}, {"failed", sc.body.value("failed", 0)}};
+  if (spot) {
+    timing["spot_checks"] = {{"checked", spot->checked}, {"failed", spot->failed}};
     if (fresh_seed) {
       timing["spot_checks"]["calls"] = spot_calls;
       timing["spot_checks"]["calls_recomputed"] = spot_calls_checked;
     }
-    if (sc.body.value("failed", 0) > 0)
+    if (spot->failed > 0)
       record["findings"].push_back(finding("spot_check_failed", reject,
                                            fmt::format("{} of {} spot-checked values of timed calls were wrong: {}",
-                                                       sc.body.value("failed", 0), sc.body.value("checked", 0),
-                                                       sc.body.value("first_failure", "")),
+                                                       spot->failed, spot->checked, spot->first_failure),
                                            "outputs of timed calls", "T5"));
-    else if (entries.empty() && sc.body.value("expected_numel", int64_t{0}) > 0)
+    else if (entries.empty() && spot->expected_numel > 0)
       record["findings"].push_back(finding("spot_check_failed", reject,
                                            "the candidate worker reported no output values of its timed calls",
                                            "outputs of timed calls", "T5"));
@@ -514,7 +513,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   }
 
   // The physical floor: inputs read once, outputs written once, at the measured copy bandwidth.
-  const uint64_t bytes = sets->value("input_bytes", uint64_t{0}) + sets->value("output_bytes", uint64_t{0});
+  const uint64_t bytes = sets->input_bytes + sets->output_bytes;
   timing["bytes"] = bytes;
   if (std::optional<json> cal = device_calibration(reference, options, env, error)) {
     const double bw = cal->value("bandwidth_bytes_per_s", 0.0);
@@ -532,26 +531,26 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   } else {
     timing["floor_error"] = error;
   }
-  if (cr.value("inputs", "") == "fresh")
+  if (cr.inputs.value_or("") == "fresh")
     timing["inputs"] = "fresh";
   else
-    timing["input_sets"] = cr.value("sets", 0);
-  timing["stop"] = cr.value("stop", "");
-  timing["sampling_s"] = cr.value("sampling_s", 0.0);
-  timing["clock"] = {{"source", cr.value("clock_source", "none")},
-                     {"expected_sm_mhz", cr.value("expected_mhz", 0.0)},
-                     {"sm_mhz_min", cr.value("sm_mhz_min", 0.0)},
-                     {"sm_mhz_max", cr.value("sm_mhz_max", 0.0)},
-                     {"mem_mhz_min", cr.value("mem_mhz_min", 0.0)},
-                     {"mem_mhz_max", cr.value("mem_mhz_max", 0.0)},
-                     {"reasons_seen", cr.value("clock_reasons_seen", uint64_t{0})},
-                     {"throttled_kept", cr.value("throttled_kept", 0)}};
-  timing["flush_bytes"] = cr.value("flush_bytes", uint64_t{0});
-  if (const double us = cr.value("launch_hold_us", 0.0); us > 0)
+    timing["input_sets"] = cr.sets.value_or(0);
+  timing["stop"] = cr.stop;
+  timing["sampling_s"] = cr.sampling_s;
+  timing["clock"] = {{"source", cr.clock_source},
+                     {"expected_sm_mhz", cr.expected_mhz},
+                     {"sm_mhz_min", cr.sm_mhz_min},
+                     {"sm_mhz_max", cr.sm_mhz_max},
+                     {"mem_mhz_min", cr.mem_mhz_min},
+                     {"mem_mhz_max", cr.mem_mhz_max},
+                     {"reasons_seen", cr.clock_reasons_seen},
+                     {"throttled_kept", cr.throttled_kept}};
+  timing["flush_bytes"] = cr.flush_bytes;
+  if (const double us = cr.launch_hold_us; us > 0)
     timing["launch_hold"] = {{"us", us},
-                             {"held_ms", cr.value("launch_hold_held_ms", 0.0)},
-                             {"late", cr.value("launch_hold_late", 0)}};
-  timing["sync_overhead_ms"] = cr.value("sync_overhead_ms", 0.0);
+                             {"held_ms", cr.launch_hold_held_ms},
+                             {"late", cr.launch_hold_late}};
+  timing["sync_overhead_ms"] = cr.sync_overhead_ms;
   record["timing"] = timing;
   if (cs.samples > 0) {
     record["runtime"] = cs.median_ms;
@@ -564,7 +563,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                                {"hardware", env.device_name},
                                {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
   }
-  reference.call({{"op", "time_release"}}, ms(options.timeouts.reference_s));
+  reference.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.reference_s));
   reject_on_findings(record);
 }
 

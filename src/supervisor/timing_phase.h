@@ -23,7 +23,7 @@ void timing_phase(nlohmann::json& record, const Pair& pair, const EvalOptions& o
                   WorkerProcess& reference, WorkerProcess& candidate);
 
 // What every timing request to a worker carries: the stop rule, the flush size and the launch hold.
-nlohmann::json rule_request(const EvalOptions& options);
+msg::TimingSettings rule_request(const EvalOptions& options);
 
 // Baselines are cached per (problem content, device name, torch and Python versions, timing
 // protocol, precision, mode) under cache_dir/baselines/<key>.json.
@@ -32,10 +32,10 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
 std::optional<nlohmann::json> load_baseline(const EvalOptions& options, const std::string& key);
 std::string save_baseline(const EvalOptions& options, const std::string& key, const nlohmann::json& entry);
 
-// Draws the timing input sets in the reference worker (op time_inputs). Returns the reply body,
-// or nullopt with `error`.
-std::optional<nlohmann::json> draw_timing_inputs(WorkerProcess& reference, const EvalOptions& options,
-                                                 std::string& error);
+// Draws the timing input sets in the reference worker (op time_inputs). Returns the reply, or
+// nullopt with `error`.
+std::optional<msg::TimeInputsReply> draw_timing_inputs(WorkerProcess& reference, const EvalOptions& options,
+                                                       std::string& error);
 // Times one baseline mode in the reference worker (after draw_timing_inputs); returns the cache
 // entry {mode, stats, samples_ms, run}, or nullopt with `error`. On the CPU (`cpu`) the stats
 // carry `host_other_cores`: the CPU other processes used meanwhile (util/host_load.h).
@@ -54,6 +54,6 @@ std::optional<nlohmann::json> device_calibration(WorkerProcess& reference, const
 std::string timing_summary(const nlohmann::json& record);
 
 // The samples of a worker's timing reply as STATS (docs/RECORD.md).
-Stats stats_of_reply(const nlohmann::json& reply);
+Stats stats_of_reply(const msg::TimeReply& reply);
 
 }  // namespace kbv

@@ -6,13 +6,7 @@
 
 namespace kbv {
 
-nlohmann::json Protocol::with_tolerance(nlohmann::json request) const {
-  request["atol"] = atol;
-  request["rtol"] = rtol;
-  request["rel_l2"] = rel_l2;
-  request["use_rel_l2"] = use_rel_l2;
-  return request;
-}
+msg::WireTolerance Protocol::wire_tolerance() const { return msg::WireTolerance{atol, rtol, rel_l2, use_rel_l2}; }
 
 nlohmann::json Protocol::to_json() const {
   nlohmann::json dists = nlohmann::json::array();

@@ -9,6 +9,7 @@
 
 #include "lint/finding.h"
 #include "measure/measure.h"
+#include "proto/messages.h"
 
 namespace kbv {
 
@@ -40,9 +41,8 @@ struct Protocol {
   TimingProtocol timing;                    // the timing engine's knobs (docs/TIMING.md)
 
   nlohmann::json to_json() const;
-  // `request` with this protocol's comparison tolerance (`atol`, `rtol`, `rel_l2`, `use_rel_l2`)
-  // added: every worker request that compares outputs carries it.
-  nlohmann::json with_tolerance(nlohmann::json request) const;
+  // This protocol's comparison tolerance as every worker request that compares outputs carries it.
+  msg::WireTolerance wire_tolerance() const;
 };
 
 // How the measured calls' inputs are drawn (timing sets and fresh draws, the memory phase): on the

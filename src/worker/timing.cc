@@ -1,7 +1,5 @@
 #include "worker/timing.h"
 
-#include <dlfcn.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,8 +10,12 @@
 
 #include <fmt/format.h>
 
+#include "worker/clock_probe.h"
+#include "worker/cuda_check.h"
+#include "worker/l2_flush.h"
+#include "worker/launch_hold.h"
+
 #ifdef KBV_WITH_CUDA
-#include <ATen/cuda/Sleep.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 #endif
@@ -39,8 +41,6 @@ double spread_of(std::vector<double> v) {
   return quantile_sorted(v, 0.9) - quantile_sorted(v, 0.5);
 }
 
-constexpr uint64_t kMinFlushBytes = 32ull << 20;
-constexpr uint64_t kMaxCpuFlushBytes = 64ull << 20;
 // A sample is throttled when the SM clock is more than this far below the expected clock. Under a
 // heavy load the software power cap holds the clock a few percent below its peak as a steady
 // state; that is the clock users get and is not discarded (docs/TIMING.md). Measured on the H200
@@ -51,102 +51,15 @@ constexpr uint64_t kMaxCpuFlushBytes = 64ull << 20;
 constexpr double kClockDropTolerance = 0.10;
 
 #ifdef KBV_WITH_CUDA
-void check_cuda(cudaError_t err, const char* what) {
-  if (err != cudaSuccess)
-    throw std::runtime_error(fmt::format("CUDA error {} during timing: {}", what, cudaGetErrorString(err)));
-}
-
-// NVML through dlopen: the build needs no NVML, the GPU machine has libnvidia-ml.so.1.
-struct Nvml {
-  using InitFn = int (*)();
-  using HandleFn = int (*)(const char*, void**);
-  using ClockFn = int (*)(void*, int, unsigned*);
-  using ReasonsFn = int (*)(void*, unsigned long long*);
-  void* lib = nullptr;
-  void* device = nullptr;
-  ClockFn clock = nullptr;
-  ReasonsFn reasons = nullptr;
-
-  Nvml() {
-    lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return;
-    auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
-    auto by_pci = reinterpret_cast<HandleFn>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
-    clock = reinterpret_cast<ClockFn>(dlsym(lib, "nvmlDeviceGetClockInfo"));
-    reasons = reinterpret_cast<ReasonsFn>(dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
-    if (!reasons) reasons = reinterpret_cast<ReasonsFn>(dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
-    int dev = 0;
-    char bus[64] = {0};
-    if (!init || !by_pci || !clock || init() != 0 || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetPCIBusId(bus, sizeof bus, dev) != cudaSuccess || by_pci(bus, &device) != 0) {
-      device = nullptr;
-    }
-  }
-  ~Nvml() {
-    // nvmlShutdown is reference-counted by NVML; leaving the library loaded is harmless.
-  }
-  bool ok() const { return device != nullptr; }
-  ClockReading read() const {
-    ClockReading r;
-    if (!ok()) return r;
-    unsigned mhz = 0;
-    if (clock(device, /*NVML_CLOCK_SM*/ 1, &mhz) != 0) return r;
-    r.known = true;
-    r.sm_mhz = mhz;
-    unsigned mem = 0;
-    if (clock(device, /*NVML_CLOCK_MEM*/ 2, &mem) == 0) r.mem_mhz = mem;
-    unsigned long long bits = 0;
-    if (reasons && reasons(device, &bits) == 0) r.reasons = bits;
-    return r;
-  }
-};
-
-struct Event {
-  cudaEvent_t e = nullptr;
-  Event() { check_cuda(cudaEventCreate(&e), "creating an event"); }
-  ~Event() {
-    if (e) cudaEventDestroy(e);
-  }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-};
-
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(uint64_t bytes) { check_cuda(cudaMalloc(&p, bytes), "allocating the L2 flush buffer"); }
-  ~DeviceBuffer() {
-    if (p) cudaFree(p);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-uint64_t gpu_flush_bytes(uint64_t requested) {
-  if (requested) return requested;
-  int dev = 0, l2 = 0;
-  check_cuda(cudaGetDevice(&dev), "getting the device");
-  check_cuda(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), "reading the L2 size");
-  return std::max<uint64_t>(2ull * static_cast<uint64_t>(l2), kMinFlushBytes);
-}
-
 TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& prepare,
                   const std::function<void()>& call, const std::function<void(int, int)>& after) {
   TimingRun run;
   run.method = "cuda-events+host-sync";
-  run.flush_bytes = gpu_flush_bytes(config.flush_bytes);
-  DeviceBuffer flush(run.flush_bytes);
-  static const Nvml nvml;  // opened once per worker
+  L2Flush flush(config.flush_bytes);
+  run.flush_bytes = flush.bytes();
+  const ClockProbe& nvml = ClockProbe::instance();
   run.clock_source = nvml.ok() ? "nvml" : "none";
   Event start, stop;
-
-  auto flush_l2 = [&](int k) {
-    cudaStream_t s = c10::cuda::getCurrentCUDAStream().stream();
-    check_cuda(cudaMemsetAsync(flush.p, k & 0xff, run.flush_bytes, s), "flushing L2");
-    // Persisting-L2 lines set by anyone (the candidate included) are reset before every sample.
-    // Devices without persisting L2 (before Ampere) may refuse: nothing to reset there.
-    if (cudaCtxResetPersistingL2Cache() != cudaSuccess) (void)cudaGetLastError();
-    check_cuda(cudaDeviceSynchronize(), "synchronising before a sample");
-  };
 
   // The timer's own cost: empty intervals, events and host clock.
   std::vector<double> empty_event, empty_host, empty_gap;
@@ -180,40 +93,19 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     if (c.known) run.expected_mhz = std::max(run.expected_mhz, c.sm_mhz);
   }
 
-  // The launch hold (TimingProtocol::launch_hold_us): every sample starts on an idle GPU (the L2
-  // flush ends with a device synchronisation), so without it the GPU waits between the start event
-  // and the call's first kernel for as long as the host takes to launch it, and that launch is
-  // slower in some process states than in others (after a served draw: 0.1 ms against 0.03 ms,
-  // H200, 2026-12-04). Held N microseconds before the start event, the GPU reaches the interval
-  // with the launch already queued; what the host does beyond N stays inside the interval. The
-  // hold in SM cycles at the clock the samples run at (the warm-up's highest, else the peak).
-  run.launch_hold_us = std::clamp(config.launch_hold_us, 0.0, kMaxLaunchHoldUs);
-  int64_t hold_cycles = 0;
-  if (run.launch_hold_us > 0) {
-    double mhz = run.expected_mhz;
-    if (mhz <= 0) {
-      int dev = 0, khz = 0;
-      check_cuda(cudaGetDevice(&dev), "getting the device");
-      check_cuda(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev), "reading the SM clock rate");
-      mhz = khz / 1000.0;
-    }
-    hold_cycles = std::max<int64_t>(1, static_cast<int64_t>(run.launch_hold_us * mhz));
-  }
-  Event hold;
+  // The launch hold (worker/launch_hold.h), in SM cycles at the clock the samples run at.
+  LaunchHold hold(config.launch_hold_us, run.expected_mhz);
+  run.launch_hold_us = hold.us();
   std::vector<double> host_call, held;
   auto t_begin = Clock::now();
   for (int sample = 0;; ++sample) {
     const int index = config.rule.warmup + sample;
     prepare(index);
-    flush_l2(sample);
+    flush.flush(sample);
     ClockReading before = nvml.read();
     cudaStream_t s = c10::cuda::getCurrentCUDAStream().stream();
     auto t0 = Clock::now();
-    if (hold_cycles) {
-      check_cuda(cudaEventRecord(hold.e, s), "recording the hold event");
-      at::cuda::sleep(hold_cycles);
-      check_cuda(cudaGetLastError(), "queuing the hold");
-    }
+    if (hold.active()) hold.queue(s);
     check_cuda(cudaEventRecord(start.e, s), "recording the start event");
     const auto t_call = Clock::now();
     call();
@@ -228,12 +120,11 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     const double host = ms_between(t0, t1);
     const double slack = interval_slack_ms(ev, run.host_spread_ms);
     IntervalDecision d;
-    if (hold_cycles) {
+    if (hold.active()) {
       // The host clock ran through the hold: compared with the events without it. When they
       // disagree (work on another stream), the sample is the host clock from the call's entry,
       // so work that ran beside the hold is counted too (measure.h).
-      float h = 0;
-      check_cuda(cudaEventElapsedTime(&h, hold.e, start.e), "reading the hold");
+      const float h = hold.held_ms(start.e);
       held.push_back(h);
       if (launched > h) ++run.launch_hold_late;
       d = decide_held_interval(ev, std::max(0.0, host - h), ms_between(t_call, t1), run.sync_overhead_ms, slack);
@@ -278,21 +169,12 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
 }
 #endif
 
-uint64_t cpu_flush_bytes(uint64_t requested) {
-  if (requested) return requested;
-  // Twice the L3, but at most 64 MiB: a server's L3 (hundreds of MiB, shared by every core) would
-  // make the flush cost far more than most calls; 64 MiB covers the private caches and this
-  // core's share of the L3.
-  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return std::clamp<uint64_t>(l3 > 0 ? 2ull * static_cast<uint64_t>(l3) : 0, kMinFlushBytes, kMaxCpuFlushBytes);
-}
-
 TimingRun run_cpu(const TimingConfig& config, const std::function<void(int)>& prepare,
                   const std::function<void()>& call, const std::function<void(int, int)>& after) {
   TimingRun run;
   run.method = "steady-clock";
-  run.flush_bytes = cpu_flush_bytes(config.flush_bytes);
-  std::vector<unsigned char> flush(run.flush_bytes);
+  HostCacheFlush flush(config.flush_bytes);
+  run.flush_bytes = flush.bytes();
   std::vector<double> empty;
   for (int i = 0; i < 30; ++i) {
     auto t0 = Clock::now();
@@ -309,8 +191,7 @@ TimingRun run_cpu(const TimingConfig& config, const std::function<void(int)>& pr
   for (int sample = 0;; ++sample) {
     const int index = config.rule.warmup + sample;
     prepare(index);
-    std::memset(flush.data(), sample & 0xff, flush.size());
-    asm volatile("" : : "r"(flush.data()) : "memory");  // the writes must happen
+    flush.flush(sample);
     auto t0 = Clock::now();
     call();
     auto t1 = Clock::now();
@@ -325,30 +206,32 @@ TimingRun run_cpu(const TimingConfig& config, const std::function<void(int)>& pr
 
 }  // namespace
 
-nlohmann::json TimingRun::to_json() const {
-  return {{"method", method},
-          {"samples_ms", kept_ms},
-          {"discarded_ms", discarded_ms},
-          {"mismatches", mismatches},
-          {"max_mismatch_ms", max_mismatch_ms},
-          {"overhead_ms", overhead_ms},
-          {"sync_overhead_ms", sync_overhead_ms},
-          {"host_spread_ms", host_spread_ms},
-          {"expected_mhz", expected_mhz},
-          {"sm_mhz_min", sm_mhz_min},
-          {"sm_mhz_max", sm_mhz_max},
-          {"mem_mhz_min", mem_mhz_min},
-          {"mem_mhz_max", mem_mhz_max},
-          {"clock_reasons_seen", reasons_seen},
-          {"clock_source", clock_source},
-          {"throttled_kept", throttled_kept},
-          {"flush_bytes", flush_bytes},
-          {"sampling_s", sampling_s},
-          {"host_call_ms", host_call_ms},
-          {"launch_hold_us", launch_hold_us},
-          {"launch_hold_held_ms", launch_hold_held_ms},
-          {"launch_hold_late", launch_hold_late},
-          {"stop", stop_reason_name(stop)}};
+msg::TimeReply TimingRun::to_reply() const {
+  msg::TimeReply r;
+  r.method = method;
+  r.samples_ms = kept_ms;
+  r.discarded_ms = discarded_ms;
+  r.mismatches = mismatches;
+  r.max_mismatch_ms = max_mismatch_ms;
+  r.overhead_ms = overhead_ms;
+  r.sync_overhead_ms = sync_overhead_ms;
+  r.host_spread_ms = host_spread_ms;
+  r.expected_mhz = expected_mhz;
+  r.sm_mhz_min = sm_mhz_min;
+  r.sm_mhz_max = sm_mhz_max;
+  r.mem_mhz_min = mem_mhz_min;
+  r.mem_mhz_max = mem_mhz_max;
+  r.clock_reasons_seen = reasons_seen;
+  r.clock_source = clock_source;
+  r.throttled_kept = throttled_kept;
+  r.flush_bytes = flush_bytes;
+  r.sampling_s = sampling_s;
+  r.host_call_ms = host_call_ms;
+  r.launch_hold_us = launch_hold_us;
+  r.launch_hold_held_ms = launch_hold_held_ms;
+  r.launch_hold_late = launch_hold_late;
+  r.stop = stop_reason_name(stop);
+  return r;
 }
 
 TimingRun run_timing(const TimingConfig& config, const std::function<void(int)>& prepare,
@@ -416,9 +299,9 @@ void SpotSampler::take(int sample, int set, const std::vector<at::Tensor>& outpu
   }
 }
 
-nlohmann::json spot_compare(const nlohmann::json& entries,
-                            const std::function<const std::vector<at::Tensor>*(int64_t)>& expected, double atol,
-                            double rtol) {
+SpotResult spot_compare(const nlohmann::json& entries,
+                        const std::function<const std::vector<at::Tensor>*(int64_t)>& expected, double atol,
+                        double rtol) {
   int checked = 0, failed = 0;
   std::string first;
   auto fail = [&](const std::string& why) {
@@ -473,10 +356,10 @@ nlohmann::json spot_compare(const nlohmann::json& entries,
                          call, set, out, index, got_text, x));
     }
   }
-  return {{"checked", checked}, {"failed", failed}, {"first_failure", first}};
+  return SpotResult{checked, failed, first};
 }
 
-nlohmann::json calibrate_bandwidth(bool cuda) {
+Bandwidth calibrate_bandwidth(bool cuda) {
   // CPU: a buffer that a server's L3 may hold, so the floor is the cache's bandwidth, not DRAM's:
   // small inputs stay in the L3 through the flush, and an honest kernel must never fall below it.
   const uint64_t bytes = cuda ? (1ull << 30) : (16ull << 20);
@@ -513,11 +396,9 @@ nlohmann::json calibrate_bandwidth(bool cuda) {
   }
   if (best_s <= 0) throw std::runtime_error("the copy bandwidth could not be measured");
   // A copy reads and writes every byte: 2 x bytes moved.
-  return {{"bandwidth_bytes_per_s", 2.0 * static_cast<double>(bytes) / best_s},
-          {"buffer_bytes", bytes},
-          {"copies", copies},
-          {"method", cuda ? "cudaMemcpyAsync device-to-device, best of 10 after 2 warm-ups"
-                          : "memcpy of 16 MiB, best of 20 after 1 warm-up"}};
+  return Bandwidth{2.0 * static_cast<double>(bytes) / best_s, bytes, copies,
+                   cuda ? "cudaMemcpyAsync device-to-device, best of 10 after 2 warm-ups"
+                        : "memcpy of 16 MiB, best of 20 after 1 warm-up"};
 }
 
 }  // namespace kbv

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "measure/measure.h"
+#include "proto/messages.h"
 
 namespace kbv {
 
@@ -50,7 +51,7 @@ struct TimingRun {
   double launch_hold_held_ms = 0;     // median GPU time of the hold (hold event to start event)
   int launch_hold_late = 0;           // samples whose launch outlasted the hold (the rest is timed)
   StopReason stop = StopReason::none;
-  nlohmann::json to_json() const;
+  msg::TimeReply to_reply() const;
 };
 
 // prepare(index): the values of call `index` into the live buffers, outside the interval; calls
@@ -111,13 +112,23 @@ struct SpotSampler {
 
 // Reference side: entries against the expected outputs of the call they name (`expected(index)`:
 // null when there is no such call), |a - e| <= atol + rtol |e| (NaN only against NaN, integers
-// exactly). Returns {checked, failed, first_failure}.
-nlohmann::json spot_compare(const nlohmann::json& entries,
-                            const std::function<const std::vector<at::Tensor>*(int64_t)>& expected, double atol,
-                            double rtol);
+// exactly).
+struct SpotResult {
+  int checked = 0, failed = 0;
+  std::string first_failure;
+};
+SpotResult spot_compare(const nlohmann::json& entries,
+                        const std::function<const std::vector<at::Tensor>*(int64_t)>& expected, double atol,
+                        double rtol);
 
 // Copy bandwidth (bytes read + written per second) of the device (cudaMemcpy device to device)
 // or the host (memcpy), best of several copies of a large buffer.
-nlohmann::json calibrate_bandwidth(bool cuda);
+struct Bandwidth {
+  double bytes_per_s = 0;
+  uint64_t buffer_bytes = 0;
+  int copies = 0;
+  std::string method;
+};
+Bandwidth calibrate_bandwidth(bool cuda);
 
 }  // namespace kbv

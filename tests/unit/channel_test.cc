@@ -53,6 +53,7 @@ TEST(Channel, ForgedHugeLengthIsRefusedWithoutAllocating) {
   ReadResult r = read_message(p.r, milliseconds(1000));
   EXPECT_EQ(r.status, ReadResult::Status::error);
   EXPECT_NE(r.error.find("exceeds the limit"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.framed);
 }
 
 TEST(Channel, MalformedBodyIsAnError) {
@@ -63,6 +64,7 @@ TEST(Channel, MalformedBodyIsAnError) {
   ASSERT_EQ(::write(p.w, body, sizeof body - 1), static_cast<ssize_t>(sizeof body - 1));
   ReadResult r = read_message(p.r, milliseconds(1000));
   EXPECT_EQ(r.status, ReadResult::Status::error);
+  EXPECT_TRUE(r.framed) << "the frame was read whole: the stream is still in step";
 }
 
 TEST(Channel, TruncatedMessageTimesOut) {

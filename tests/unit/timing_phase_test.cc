@@ -63,23 +63,29 @@ TEST(TimingPhase, BaselineKeySeparatesTheLaunchHold) {
 TEST(TimingPhase, RuleRequestCarriesTheLaunchHold) {
   EvalOptions o;
   o.protocol.timing.launch_hold_us = 350;
-  const json req = rule_request(o);
+  msg::TimeReferenceRequest r;
+  r.timing = rule_request(o);
+  const json req = msg::to_json(r);
   EXPECT_DOUBLE_EQ(req.at("launch_hold_us").get<double>(), 350) << req.dump();
   EXPECT_TRUE(req.contains("rule")) << req.dump();
 }
 
 TEST(TimingPhase, StatsFromRawReply) {
-  json reply = {{"samples_ms", {1.0, 3.0, 2.0}}, {"discarded_ms", {9.0}}, {"overhead_ms", 0.004}};
+  msg::TimeReply reply;
+  reply.samples_ms = {1.0, 3.0, 2.0};
+  reply.discarded_ms = {9.0};
+  reply.overhead_ms = 0.004;
   Stats s = stats_of_reply(reply);
   EXPECT_EQ(s.samples, 3);
   EXPECT_EQ(s.discarded, 1);
   EXPECT_DOUBLE_EQ(s.median_ms, 2.0);
   EXPECT_DOUBLE_EQ(s.overhead_ms, 0.004);
-  EXPECT_EQ(stats_of_reply(json{{"samples_ms", {"x", 2.0}}}).samples, 1) << "non-numbers are ignored";
+  msg::TimeReply forged;
+  EXPECT_NE(msg::from_json(json{{"samples_ms", {"x", 2.0}}}, forged), "") << "non-numbers make a malformed reply";
   EXPECT_FALSE(s.to_json().contains("host_call_ms")) << "a reply without it (the CPU, an old cache) states none";
-  reply["host_call_ms"] = 0.031;
+  reply.host_call_ms = 0.031;
   EXPECT_DOUBLE_EQ(stats_of_reply(reply).to_json().at("host_call_ms").get<double>(), 0.031);
-  reply["host_call_ms"] = -1;
+  reply.host_call_ms = -1;
   EXPECT_FALSE(stats_of_reply(reply).to_json().contains("host_call_ms")) << "the CPU's -1 is not a time";
 }
 

@@ -1,0 +1,60 @@
+// End-to-end: a real worker (the kbv_worker module) answers malformed requests with a failed
+// reply naming what is wrong, and keeps serving (proto/messages.h, worker/worker.cc).
+#include <chrono>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "proto/messages.h"
+#include "supervisor/session.h"
+#include "support.h"
+
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+TEST(WorkerProtocol, MalformedRequestsGetAFailedReplyAndTheWorkerKeepsServing) {
+  kbv::WorkerConfig config = kbv::default_worker_config("");
+  config.log_dir = kbv::e2e::scratch_dir("worker_protocol", "logs");
+  std::string error;
+  auto w = kbv::WorkerProcess::start("reference", config, {}, error);
+  ASSERT_TRUE(w) << error;
+  struct Case {
+    json request;
+    std::string says;
+  };
+  const Case cases[] = {
+      {json{{"op", "inputs"}}, "'seed'"},                                   // a required field missing
+      {json{{"op", "inputs"}, {"seed", "one"}}, "'seed'"},                  // of the wrong type
+      {json{{"op", "load"}, {"path", 3}, {"code", "x"}}, "'path'"},
+      {json{{"op", "time"}, {"rule", {{"warmup", "x"}}}}, "in 'rule'"},   // inside a sub-struct
+      {json{{"op", "frobnicate"}}, "without a known op"},                   // an unknown op
+      {json{{"n", 1}}, "without a known op"},                                // no op at all
+      {json::array({1, 2}), "not a JSON object"},                            // not an object
+      {json{{"op", "run"}, {"args", json::array()}}, "not known to the reference role"},
+      {json{{"op", "check"}, {"outputs", "x"}}, "not a list"},
+  };
+  for (const Case& c : cases) {
+    kbv::Reply r = w->call(c.request, milliseconds(60000));
+    ASSERT_EQ(r.status, kbv::Reply::Status::failed) << c.request.dump() << ": " << r.detail << r.body.dump();
+    kbv::msg::Failure f = kbv::msg::failure_of(r.body);
+    EXPECT_FALSE(f.kind.empty()) << r.body.dump();
+    EXPECT_FALSE(f.message.empty()) << r.body.dump();
+    if (!c.says.empty()) {
+      EXPECT_EQ(f.kind, "protocol_error") << r.body.dump();
+      EXPECT_NE(f.message.find(c.says), std::string::npos) << c.request.dump() << " -> " << f.message;
+    }
+  }
+  // Still serving, and a well-formed request gets its typed reply.
+  kbv::Reply hello = w->call(kbv::msg::to_json(kbv::msg::HelloRequest{}), milliseconds(60000));
+  std::optional<kbv::msg::HelloReply> h = kbv::reply_as<kbv::msg::HelloReply>(hello);
+  ASSERT_TRUE(h) << hello.detail << hello.body.dump();
+  EXPECT_EQ(h->role, "reference");
+  EXPECT_EQ(h->pid, w->pid());
+  EXPECT_FALSE(h->torch_version.empty());
+  w->stop();
+}
+
+}  // namespace
