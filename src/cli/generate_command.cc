@@ -33,6 +33,8 @@ std::unique_ptr<GenerateCommand> add_generate_command(CLI::App& app) {
   g->add_option("--model", o->model, "the model's name at the endpoint")->required();
   g->add_option("--samples", o->samples, "samples per problem")->capture_default_str()->check(kbv::cli::kPositive);
   g->add_option("--level", o->level, "only this level");
+  auto only = std::make_shared<std::string>();
+  g->add_option("--only", *only, "only these problems: ids, ranges, parts of names (19,23-25,ReLU)");
   g->add_option("--endpoint", o->endpoint, "base URL of an OpenAI-compatible API (…/v1) or its /chat/completions")
       ->capture_default_str();
   g->add_option("--api-key-env", o->api_key_env, "environment variable holding the API key (never stored)")
@@ -69,7 +71,17 @@ std::unique_ptr<GenerateCommand> add_generate_command(CLI::App& app) {
       ->check(kbv::cli::kNonNegative);
   g->add_option("--price-output", o->price_output, "USD per million completion tokens")->check(kbv::cli::kNonNegative);
   g->add_flag("--dry-run", o->dry_run, "print the plan and the first prompt; send nothing, write nothing");
-  cmd->run = [o, prompts_dir, extra_body, problems, run_dir]() {
+  cmd->run = [o, prompts_dir, extra_body, problems, run_dir, only]() {
+    if (!only->empty()) {
+      std::string e;
+      std::optional<ProblemSelection> sel = parse_selection(*only, e);
+      if (!sel) {
+        std::fprintf(stderr, "kbv generate: %s\n", e.c_str());
+        return kExitUsage;
+      }
+      o->only = *sel;
+      o->only_spec = *only;
+    }
     o->problems_dir = *problems;
     o->run_dir = *run_dir;
     if (!prompts_dir->empty()) o->prompt.dir = *prompts_dir;

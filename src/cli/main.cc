@@ -332,6 +332,8 @@ int main(int argc, char** argv) {
   eval->add_option("--problems", problems_dir, "a KernelBench dataset root (level1/..., level2/...)");
   eval->add_option("--run", run_dir, "a KernelBench run folder (level_L_problem_P_sample_S_kernel.py)");
   eval->add_option("--level", level, "only this level");
+  std::string eval_only;
+  eval->add_option("--only", eval_only, "with --run: only these problems: ids, ranges, parts of names (19,23-25,ReLU)");
   eval->add_option("--gpus", gpus, "GPU indices to spread samples over, e.g. 0,1,2,3");
   eval->add_option("--build-jobs", build_jobs, "candidates compiled at once")->capture_default_str();
   eval_flags.add(eval);
@@ -481,6 +483,16 @@ int main(int argc, char** argv) {
     ro.problems_dir = problems_dir;
     ro.run_dir = run_dir;
     ro.level = level;
+    if (!eval_only.empty()) {
+      std::string e;
+      std::optional<kbv::ProblemSelection> sel = kbv::parse_selection(eval_only, e);
+      if (!sel) {
+        std::fprintf(stderr, "kbv eval: %s\n", e.c_str());
+        return kbv::cli::kExitUsage;
+      }
+      ro.only = *sel;
+      ro.only_spec = eval_only;
+    }
     ro.build_jobs = build_jobs;
     ro.eval = eval_flags.options();
     for (size_t pos = 0; !gpus.empty() && pos <= gpus.size();) {

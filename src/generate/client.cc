@@ -273,13 +273,15 @@ ChatResult chat_completion(const EndpointOptions& endpoint, const json& body) {
     if (!retry || attempt > endpoint.retries) {
       r.attempt_errors.push_back(fmt::format("attempt {}: {}", attempt, failure));
       r.error = failure;
-      if (retry) r.error += fmt::format(" (gave up after {} attempts)", attempt);
+      r.retryable = retry;
+      if (retry) r.error += fmt::format(" (gave up after {} attempt{})", attempt, attempt == 1 ? "" : "s");
       break;
     }
     double backoff = std::min(endpoint.backoff_max_s, endpoint.backoff_s * std::pow(2.0, attempt - 1));
     backoff *= std::uniform_real_distribution<double>(0.5, 1.0)(rng);
     if (auto after = retry_after(a.headers)) backoff = std::min(endpoint.backoff_max_s, *after);
     r.attempt_errors.push_back(fmt::format("attempt {}: {} (retried after {:.1f} s)", attempt, failure, backoff));
+    if (endpoint.on_retry) endpoint.on_retry(attempt, failure, backoff);
     if (!wait(backoff)) {
       r.interrupted = true;
       r.error = "interrupted";

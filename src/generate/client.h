@@ -2,6 +2,7 @@
 // others), over libcurl: retries with backoff on 429/5xx and transport errors, a per-request
 // timeout, Ctrl-C aborts a request in flight. The API key is sent, never logged or stored.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ struct EndpointOptions {
   int retries = 5;               // further attempts after the first
   double backoff_s = 2;          // the first wait; doubled each retry, with jitter
   double backoff_max_s = 60;
+  // Called (from the requesting thread) before each wait for a retry: the attempt that failed,
+  // why, and the seconds it waits. Optional.
+  std::function<void(int attempt, const std::string& failure, double wait_s)> on_retry;
 };
 
 // "https://api.openai.com/v1" -> ".../v1/chat/completions"; a URL already ending in
@@ -33,6 +37,7 @@ struct ChatResult {
   int attempts = 0;
   std::vector<std::string> attempt_errors;  // "attempt 1: HTTP 429: rate limited (waited 2.0 s)"
   int http_status = 0;            // of the last attempt
+  bool retryable = false;         // the last failure is of a kind that is retried (429, 5xx, transport)
   nlohmann::json response;        // the parsed body of the successful attempt
   std::string content;            // choices[0].message.content
   std::string reasoning;          // choices[0].message.reasoning_content or .reasoning, if separate

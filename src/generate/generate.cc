@@ -111,6 +111,8 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
   const std::string host = url_host(http.url);
   Discovery dataset = discover_dataset(o.problems_dir, o.level);
   if (!dataset.error.empty()) return Outcome::fail(Status::input_error, dataset.error);
+  if (std::string e = select_problems(dataset, o.only, o.only_spec); !e.empty())
+    return Outcome::fail(Status::input_error, e);
   for (const auto& w : dataset.warnings) warn(notify, w);
   std::optional<PromptTemplates> templates = load_prompt_templates(o.prompt, error);
   if (!templates) return Outcome::fail(Status::input_error, error);
@@ -194,10 +196,24 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
   tally.total = tasks.size();
   std::atomic<size_t> next{0};
   std::string write_error;
+  // A non-retryable failure that repeats (a model the endpoint does not know, a bad key) would
+  // repeat for every request left: after kSameFailureStop in a row, nothing more is sent.
+  constexpr int kSameFailureStop = 3;
+  std::string last_failure;
+  int same_failures = 0;
+  std::atomic<bool> stop{false};
+  std::string stop_reason;
+  // What is in flight, for the heartbeat line while nothing else is said.
+  std::atomic<int> in_flight{0}, retrying{0};
+  auto last_line = std::chrono::steady_clock::now();
+  auto say = [&](std::string line) {  // with mu held
+    last_line = std::chrono::steady_clock::now();
+    progress(notify, std::move(line));
+  };
   auto worker = [&]() {
     for (;;) {
       size_t i = next++;
-      if (i >= tasks.size() || interrupted()) return;
+      if (i >= tasks.size() || interrupted() || stop) return;
       const Task& task = tasks[i];
       const ProblemRef& p = *task.problem->problem;
       const std::string stem = sample_stem(p.level, p.id, task.sample);
@@ -212,7 +228,19 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
       if (!o.reasoning_effort.empty()) body["reasoning_effort"] = o.reasoning_effort;
       body.update(o.extra_body);
 
-      ChatResult r = chat_completion(http, body);
+      EndpointOptions mine = http;
+      bool retried = false;
+      mine.on_retry = [&](int attempt, const std::string& failure, double wait_s) {
+        if (!retried) ++retrying;
+        retried = true;
+        std::lock_guard<std::mutex> lock(mu);
+        say(fmt::format("level {} problem {} sample {}: attempt {} failed ({}); retrying in {:.1f} s", p.level, p.id,
+                        task.sample, attempt, failure, wait_s));
+      };
+      ++in_flight;
+      ChatResult r = chat_completion(mine, body);
+      --in_flight;
+      if (retried) --retrying;
       if (r.interrupted) return;
 
       json side = {{"kbv_version", KBV_VERSION},
@@ -302,6 +330,20 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
 
       std::lock_guard<std::mutex> lock(mu);
       ++tally.done;
+      if (!r.ok && !r.retryable) {
+        std::string failure = fmt::format("{}|{}", r.http_status, r.error);
+        same_failures = failure == last_failure ? same_failures + 1 : 1;
+        last_failure = failure;
+        if (same_failures >= kSameFailureStop && !stop) {
+          stop = true;
+          stop_reason = fmt::format("the endpoint gave the same answer to {} requests in a row ({}); nothing more "
+                                    "was sent: fix the model name, key or endpoint and run again",
+                                    same_failures, r.error);
+        }
+      } else if (r.ok) {
+        same_failures = 0;
+        last_failure.clear();
+      }
       if (!e.empty()) {
         ++tally.failed;
         if (write_error.empty()) write_error = e;
@@ -319,14 +361,31 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
         tally.cost += *cost;
         tally.cost_known = true;
       }
-      progress(notify, fmt::format("[{}/{}] level {} problem {} sample {}: {} | {}", tally.done, tally.total, p.level,
-                                   p.id, task.sample, outcome, tally.so_far()));
+      say(fmt::format("[{}/{}] level {} problem {} sample {}: {} | {}", tally.done, tally.total, p.level, p.id,
+                      task.sample, outcome, tally.so_far()));
     }
   };
   std::vector<std::thread> threads;
   size_t n_threads = std::min<size_t>(static_cast<size_t>(o.concurrency), tasks.size());
   for (size_t t = 0; t < n_threads; ++t) threads.emplace_back(worker);
+  // A line every kQuiet seconds while requests are in flight and nothing else was said.
+  constexpr auto kQuiet = std::chrono::seconds(10);
+  std::atomic<bool> finished{false};
+  std::thread heartbeat([&]() {
+    auto start = std::chrono::steady_clock::now();
+    while (!finished) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::lock_guard<std::mutex> lock(mu);
+      auto now = std::chrono::steady_clock::now();
+      if (finished || in_flight == 0 || now - last_line < kQuiet) continue;
+      say(fmt::format("... {} request(s) in flight ({} retrying), {}/{} done, {:.0f} s", in_flight.load(),
+                      retrying.load(), tally.done, tally.total,
+                      std::chrono::duration<double>(now - start).count()));
+    }
+  });
   for (auto& t : threads) t.join();
+  finished = true;
+  heartbeat.join();
 
   std::string summary = fmt::format("{} sample(s) written", tally.ok + tally.no_code);
   if (tally.no_code) summary += fmt::format(", {} of them without a code block (they count as failed)", tally.no_code);
@@ -336,6 +395,7 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
     return Outcome::fail(Status::interrupted, fmt::format("interrupted: {}; {} not started or abandoned; run again to resume",
                                                           summary, tally.total - tally.done));
   info(notify, fmt::format("{}; in {}", summary, o.run_dir.string()));
+  if (stop) return Outcome::fail(Status::incomplete, stop_reason + fmt::format(" ({} not sent)", tally.total - tally.done));
   if (!write_error.empty()) return Outcome::fail(Status::input_error, "cannot write the run folder: " + write_error);
   return some_failed(tally.failed + bad_problems);
 }

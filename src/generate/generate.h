@@ -15,6 +15,7 @@
 
 #include "generate/client.h"
 #include "generate/prompt.h"
+#include "problem/problem.h"
 #include "util/outcome.h"
 
 namespace kbv {
@@ -23,6 +24,8 @@ struct GenerateOptions {
   std::filesystem::path problems_dir;
   std::filesystem::path run_dir;
   std::optional<int> level;
+  ProblemSelection only;                         // --only: a subset of the problems
+  std::string only_spec;                         // its text, for messages
   int samples = 5;
   std::string model;
   std::string endpoint = "https://api.openai.com/v1";

@@ -433,6 +433,58 @@ RunDiscovery discover_run(const fs::path& run_dir, std::optional<int> level) {
   return out;
 }
 
+bool ProblemSelection::takes(const ProblemRef& p) const {
+  if (empty()) return true;
+  for (const auto& [first, last] : ids)
+    if (p.id >= first && p.id <= last) return true;
+  std::string name = lower(p.name);
+  for (const auto& part : names)
+    if (name.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::optional<ProblemSelection> parse_selection(const std::string& spec, std::string& error) {
+  ProblemSelection out;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    std::string item(trim(std::string_view(spec).substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
+    pos = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    size_t dash = item.find('-');
+    std::optional<int> a = parse_digits(item.substr(0, dash));
+    if (a && dash == std::string::npos) {
+      out.ids.emplace_back(*a, *a);
+    } else if (a) {
+      std::optional<int> b = parse_digits(item.substr(dash + 1));
+      if (!b) {
+        error = "--only " + spec + ": '" + item + "' is not a range of ids (e.g. 23-25)";
+        return std::nullopt;
+      }
+      if (*b < *a) {
+        error = "--only " + spec + ": '" + item + "' goes down; a range goes up (e.g. " + std::to_string(*b) + "-" +
+                std::to_string(*a) + ")";
+        return std::nullopt;
+      }
+      out.ids.emplace_back(*a, *b);
+    } else {
+      out.names.push_back(lower(item));
+    }
+  }
+  if (out.empty()) {
+    error = "--only '" + spec + "': give problem ids, ranges or parts of names, e.g. 19,23-25,ReLU";
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::string select_problems(Discovery& dataset, const ProblemSelection& selection, const std::string& spec) {
+  if (selection.empty()) return "";
+  std::erase_if(dataset.problems, [&](const ProblemRef& p) { return !selection.takes(p); });
+  if (dataset.problems.empty()) return "--only " + spec + ": no problem of the dataset matches";
+  return "";
+}
+
 Extraction extract_code(std::string_view text) {
   Extraction out;
   auto [reason_begin, reason_end] = find_reasoning(text);

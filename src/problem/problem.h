@@ -42,6 +42,19 @@ struct RunDiscovery {
   std::string error;
 };
 
+// Which problems a command takes (`--only 19,23-25,ReLU`): ids, inclusive id ranges, and parts of
+// file names (case-insensitive). Empty: every problem.
+struct ProblemSelection {
+  std::vector<std::pair<int, int>> ids;  // [first, last]
+  std::vector<std::string> names;        // lower case
+  bool empty() const { return ids.empty() && names.empty(); }
+  bool takes(const ProblemRef& p) const;
+};
+// nullopt with `error` ("--only 5-3: a range goes up, e.g. 3-5") for a malformed spec.
+std::optional<ProblemSelection> parse_selection(const std::string& spec, std::string& error);
+// Keeps the selected problems; "" or an error naming the spec when nothing is left.
+std::string select_problems(Discovery& dataset, const ProblemSelection& selection, const std::string& spec);
+
 // Files named level_<L>_problem_<P>_sample_<S>_kernel.py directly in run_dir (also accepts the
 // .md/.txt raw-answer forms with the same stem). A sample with only the raw answer that
 // `kbv generate` keeps, level_<L>_problem_<P>_sample_<S>_response.md, is that file: its answer

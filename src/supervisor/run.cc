@@ -668,7 +668,16 @@ int evaluate_run(const RunOptions& opt) {
   }
 
   std::map<std::pair<int, int>, const ProblemRef*> problems;
-  for (const auto& p : dataset.problems) problems[{p.level, p.id}] = &p;
+  for (const auto& p : dataset.problems)
+    if (opt.only.takes(p)) problems[{p.level, p.id}] = &p;
+  std::set<std::pair<int, int>> left_out;  // problems --only does not take
+  for (const auto& p : dataset.problems)
+    if (!opt.only.takes(p)) left_out.insert({p.level, p.id});
+  if (!opt.only.empty() && problems.empty()) {
+    std::fprintf(stderr, "kbv: --only %s: no problem of %s matches\n", opt.only_spec.c_str(),
+                 opt.problems_dir.c_str());
+    return 2;
+  }
 
   std::vector<std::unique_ptr<Job>> jobs;
   // The latest record per (level, problem, sample) of this protocol: loaded once, kept current
@@ -683,7 +692,8 @@ int evaluate_run(const RunOptions& opt) {
   int unknown_problem = 0;  // samples naming a problem the dataset lacks (a problem_error each)
   std::set<int> levels;
   for (const auto& s : run.samples) {
-    levels.insert(s.level);
+    levels.insert(s.level);  // every level of the run, so the files' names do not depend on --only
+    if (left_out.count({s.level, s.problem_id})) continue;
     auto job = std::make_unique<Job>();
     job->pair.solution_path = s.path;
     job->pair.level = s.level;
@@ -734,8 +744,12 @@ int evaluate_run(const RunOptions& opt) {
   };
   for (int level : changed_levels) write_level(level);
   if (total == 0 && skipped == 0) {
-    std::fprintf(stderr, "kbv: nothing to evaluate in %s: %d sample(s) name a problem %s lacks\n",
-                 opt.run_dir.c_str(), unknown_problem, opt.problems_dir.c_str());
+    if (unknown_problem > 0)
+      std::fprintf(stderr, "kbv: nothing to evaluate in %s: %d sample(s) name a problem %s lacks\n",
+                   opt.run_dir.c_str(), unknown_problem, opt.problems_dir.c_str());
+    else
+      std::fprintf(stderr, "kbv: nothing to evaluate in %s: --only %s takes none of its samples\n",
+                   opt.run_dir.c_str(), opt.only_spec.c_str());
     return 2;
   }
 

@@ -129,6 +129,8 @@ struct RunOptions {
   std::filesystem::path problems_dir;
   std::filesystem::path run_dir;
   std::optional<int> level;
+  ProblemSelection only;   // --only: samples of other problems are left out
+  std::string only_spec;
   std::vector<int> gpus;   // empty: one device (cuda:0 or the CPU)
   int build_jobs = 1;
   EvalOptions eval;

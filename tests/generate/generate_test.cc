@@ -286,6 +286,39 @@ TEST_F(Generate, ATimeoutIsRetried) {
   EXPECT_EQ(read(kernel(1, 1, 0)), "FAST = 1\n");
 }
 
+TEST_F(Generate, ARepeatedNonRetryableAnswerStopsTheRun) {
+  // Every request gets "400 model does not exist": after three in a row nothing more is sent.
+  json routes = json::array({{{"match", ""}, {"replies", {{{"status", 400}, {"error", "model does not exist"}}}}}});
+  FakeServer server(dir_ / "server", routes);
+  GenerateOptions o = options(server, 4);  // 3 problems x 4 samples = 12 requests to make
+  o.concurrency = 1;
+  std::vector<std::string> lines;
+  Outcome out = generate_run(o, [&](const Notice& n) { lines.push_back(n.text); });
+  EXPECT_EQ(out.status, Status::incomplete);
+  EXPECT_TRUE(has(out.message, "same answer to 3 requests in a row (HTTP 400: model does not exist)")) << out.message;
+  EXPECT_TRUE(has(out.message, "9 not sent")) << out.message;
+  EXPECT_EQ(server.requests().size(), 3u);
+}
+
+TEST_F(Generate, RetriesAreShownAndCountedInGoodGrammar) {
+  json routes = json::array({{{"match", kAlpha}, {"replies", {{{"status", 503}, {"error", "overloaded"}}}}},
+                             {{"match", ""}, {"replies", {code_reply("X = 1")}}}});
+  FakeServer server(dir_ / "server", routes);
+  GenerateOptions o = options(server);
+  o.level = 1;
+  o.http.retries = 1;
+  std::vector<std::string> lines;
+  generate_run(o, [&](const Notice& n) { lines.push_back(n.text); });
+  bool shown = false;
+  for (const auto& l : lines) shown |= has(l, "level 1 problem 1 sample 0: attempt 1 failed (HTTP 503: overloaded); retrying in");
+  EXPECT_TRUE(shown) << ::testing::PrintToString(lines);
+  EXPECT_EQ(sidecar(1, 1, 0)["error"], "HTTP 503: overloaded (gave up after 2 attempts)");
+  o.http.retries = 0;
+  fs::remove(run_ / (sample_stem(1, 1, 0) + "_response.json"));
+  generate_run(o, {});
+  EXPECT_EQ(sidecar(1, 1, 0)["error"], "HTTP 503: overloaded (gave up after 1 attempt)");
+}
+
 TEST_F(Generate, FailedRequestsAreReportedAndARerunFillsThem) {
   json routes = json::array({{{"match", kAlpha}, {"replies", {{{"status", 503}, {"error", "overloaded"}}}}},
                              {{"match", kBeta}, {"replies", {{{"status", 400}, {"error", "bad model name"}}}}},

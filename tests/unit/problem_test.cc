@@ -625,3 +625,44 @@ TEST_F(ProblemTest, LoadSolutionEmptyBlock) {
 
 }  // namespace
 }  // namespace kbv
+
+namespace kbv {
+namespace {
+
+TEST(ProblemSelection, IdsRangesAndNameParts) {
+  std::string error;
+  auto sel = parse_selection("19, 23-25,relu", error);
+  ASSERT_TRUE(sel) << error;
+  auto ref = [](int id, std::string name) { return ProblemRef{1, id, std::move(name), {}}; };
+  EXPECT_TRUE(sel->takes(ref(19, "19_Tanh.py")));
+  EXPECT_TRUE(sel->takes(ref(23, "23_Softmax.py")));
+  EXPECT_TRUE(sel->takes(ref(25, "25_Swish.py")));
+  EXPECT_FALSE(sel->takes(ref(26, "26_GELU_.py")));
+  EXPECT_TRUE(sel->takes(ref(100, "100_LeakyReLU.py")));  // a part of the name, any case
+  EXPECT_TRUE(ProblemSelection{}.takes(ref(1, "1_X.py")));
+}
+
+TEST(ProblemSelection, MalformedSpecsSayWhy) {
+  std::string error;
+  EXPECT_FALSE(parse_selection("5-3", error));
+  EXPECT_NE(error.find("goes down; a range goes up (e.g. 3-5)"), std::string::npos) << error;
+  EXPECT_FALSE(parse_selection("5-x", error));
+  EXPECT_NE(error.find("not a range of ids"), std::string::npos) << error;
+  EXPECT_FALSE(parse_selection(" , ", error));
+  EXPECT_NE(error.find("give problem ids"), std::string::npos) << error;
+}
+
+TEST(ProblemSelection, SelectKeepsTheTakenAndSaysWhenNoneIs) {
+  Discovery d;
+  d.problems = {ProblemRef{1, 1, "1_A.py", {}}, ProblemRef{1, 2, "2_B.py", {}}, ProblemRef{2, 2, "2_C.py", {}}};
+  std::string error;
+  Discovery keep = d;
+  EXPECT_EQ(select_problems(keep, *parse_selection("2", error), "2"), "");
+  ASSERT_EQ(keep.problems.size(), 2u);
+  EXPECT_EQ(keep.problems[0].name, "2_B.py");
+  Discovery none = d;
+  EXPECT_EQ(select_problems(none, *parse_selection("9", error), "9"), "--only 9: no problem of the dataset matches");
+}
+
+}  // namespace
+}  // namespace kbv
