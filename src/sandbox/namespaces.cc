@@ -2,6 +2,7 @@
 // strings made before fork (async-signal-safe).
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -52,16 +53,42 @@ int enter_namespace(Layer layer) {
 int setup_mounts(const Plan& plan, bool proc) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
   // Every source is opened before the first bind: a scratch folder under /tmp is out of sight by
-  // name once something is bound on /tmp. Bound through /proc/self/fd/N.
-  constexpr size_t kMaxBinds = 8;
-  int sources[kMaxBinds];
-  const size_t count = plan.binds.size() < kMaxBinds ? plan.binds.size() : kMaxBinds;
+  // name once something is bound on /tmp, the Python under /root once a tmpfs covers /root. Bound
+  // through /proc/self/fd/N.
+  constexpr size_t kMax = 32;
+  int sources[kMax];
+  const size_t binds = plan.binds.size() < kMax ? plan.binds.size() : kMax;
+  const size_t count = binds + plan.reveals.size() < kMax ? binds + plan.reveals.size() : kMax;
   for (size_t i = 0; i < count; ++i) {
-    sources[i] = ::open(plan.binds[i].source.c_str(), O_PATH | O_CLOEXEC);
+    const Bind& b = i < binds ? plan.binds[i] : plan.reveals[i - binds];
+    sources[i] = ::open(b.source.c_str(), O_PATH | O_CLOEXEC);
     if (sources[i] < 0) return errno;
   }
   for (size_t i = 0; i < count; ++i) {
-    const Bind& b = plan.binds[i];
+    if (i == binds) {
+      // The folders uid 65534 cannot search: an empty tmpfs on each, the needed paths made in it.
+      for (const std::string& t : plan.tmpfs_over)
+        if (::mount("tmpfs", t.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) return errno;
+    }
+    const Bind& b = i < binds ? plan.binds[i] : plan.reveals[i - binds];
+    if (i >= binds) {
+      char path[4096];
+      size_t len = b.target.size();
+      if (len >= sizeof path) return ENAMETOOLONG;
+      std::memcpy(path, b.target.c_str(), len + 1);
+      for (size_t k = 1; k < len; ++k)
+        if (path[k] == '/') {
+          path[k] = '\0';
+          ::mkdir(path, 0755);
+          path[k] = '/';
+        }
+      if (b.directory) {
+        ::mkdir(path, 0755);
+      } else {
+        int fd = ::open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd >= 0) ::close(fd);
+      }
+    }
     char via[32] = "/proc/self/fd/";
     char digits[12];
     int n = 0;
@@ -78,6 +105,12 @@ int setup_mounts(const Plan& plan, bool proc) {
         ::mount(nullptr, b.target.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
       return errno;
   }
+  if (count == binds)
+    for (const std::string& t : plan.tmpfs_over)
+      if (::mount("tmpfs", t.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) return errno;
+  for (const std::string& t : plan.tmpfs_over)
+    if (::mount(nullptr, t.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0)
+      return errno;
   for (size_t i = 0; i < plan.remount_readonly.size(); ++i) {
     const char* point = plan.remount_readonly[i].c_str();
     unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY | plan.remount_flags[i];

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -110,6 +111,36 @@ uint64_t all_fs_access(int abi) {
 uint64_t physical_memory() {
   long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
   return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size) : 0;
+}
+
+// The first folder on the way to `path` that uid 65534 cannot search; empty when none.
+fs::path first_unsearchable(const fs::path& path) {
+  fs::path sofar = "/";
+  for (auto it = path.begin(); it != path.end(); ++it) {
+    if (*it == "/") continue;
+    sofar /= *it;
+    struct stat st {};
+    if (::stat(sofar.c_str(), &st) != 0) return {};
+    if (S_ISDIR(st.st_mode) && st.st_uid != 65534 && !(st.st_mode & S_IXOTH) && sofar != path) return sofar;
+  }
+  return {};
+}
+
+// Whether uid 65534 reaches `path` once `blocker` is searchable: "" or why not.
+std::string reachable_below(const fs::path& path, const fs::path& blocker) {
+  fs::path sofar = blocker;
+  fs::path rest = path.lexically_relative(blocker);
+  for (auto it = rest.begin(); it != rest.end(); ++it) {
+    sofar /= *it;
+    struct stat st {};
+    if (::stat(sofar.c_str(), &st) != 0) return {};
+    bool last = std::next(it) == rest.end();
+    mode_t need = S_ISDIR(st.st_mode) ? (last ? S_IXOTH | S_IROTH : S_IXOTH) : S_IROTH;
+    if (st.st_uid != 65534 && (st.st_mode & need) != need)
+      return fmt::format("{} (mode {:o}, owner uid {}) is not {} by uid 65534", sofar.string(), st.st_mode & 07777,
+                         st.st_uid, S_ISDIR(st.st_mode) ? "searchable" : "readable");
+  }
+  return {};
 }
 
 }  // namespace
@@ -234,13 +265,31 @@ Plan make_plan(Mode mode, const std::string& role, const Availability& a, const 
                                                                 kSeccomp, kNoNewPrivs, kCaps, kUid, kLimits}
                                            : std::vector<Layer>{kUserNs, kMountNs};
   Availability avail = a;
+  std::vector<std::string> tmpfs_over;
+  std::vector<Bind> reveals;
   if (plan.confine && root) {
-    // uid 65534 must reach what the worker reads.
-    std::vector<fs::path> must = {python};
+    // uid 65534 must reach what the worker reads. A folder on the way that it cannot search (a
+    // 0700 /root holding the Python) is covered, in the worker's mount namespace, by an empty
+    // tmpfs into which only the paths needed are bound back.
+    std::error_code ec;
+    std::vector<fs::path> must = {fs::canonical(python, ec)};
+    for (const auto& r : python_roots(python)) must.push_back(r);
     for (const auto& r : paths.read) must.push_back(r);
-    for (const auto& p : must)
-      if (std::string why = unreachable_by_nobody(p); !why.empty() && avail.reason[kUid].empty())
-        avail.reason[kUid] = why;
+    for (const fs::path& raw : must) {
+      if (raw.empty()) continue;
+      fs::path p = fs::weakly_canonical(raw, ec);
+      if (unreachable_by_nobody(p).empty()) continue;
+      fs::path blocker = first_unsearchable(p);
+      std::string why = blocker.empty() || blocker == p ? unreachable_by_nobody(p) : reachable_below(p, blocker);
+      if (!why.empty() || !avail.available(kMountNs)) {
+        if (avail.reason[kUid].empty())
+          avail.reason[kUid] = why.empty() ? unreachable_by_nobody(p) + " (and no mount namespace to reveal it)" : why;
+        continue;
+      }
+      if (std::find(tmpfs_over.begin(), tmpfs_over.end(), blocker.string()) == tmpfs_over.end())
+        tmpfs_over.push_back(blocker.string());
+      reveals.push_back({p.string(), p.string(), false, fs::is_directory(p, ec)});
+    }
   }
   for (Layer l : layers) {
     if (!avail.reason[l].empty() && avail.reason[l].rfind("not needed", 0) == 0) continue;
@@ -269,6 +318,10 @@ Plan make_plan(Mode mode, const std::string& role, const Availability& a, const 
     if (!paths.ext.empty()) plan.binds.push_back({paths.ext, "/tmp/kbv-ext", true});
     if (!paths.shm.empty()) plan.binds.push_back({paths.shm, "/dev/shm", true});
     plan.mount_proc = plan.want[kPidNs];
+    if (plan.want[kUid]) {
+      plan.tmpfs_over = tmpfs_over;
+      plan.reveals = reveals;
+    }
     if (plan.confine) {
       for (const std::string& point : mount_points()) {
         bool covered = under(point, "/proc");

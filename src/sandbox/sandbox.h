@@ -65,6 +65,7 @@ struct Paths {
 struct Bind {
   std::string source, target;
   bool writable = true;
+  bool directory = true;  // reveals: a folder or a file is made to bind onto
 };
 
 // Everything the child needs, made before fork: after fork only the pointers into these strings
@@ -80,6 +81,10 @@ struct Plan {
   std::vector<std::string> remount_readonly;  // every mount point, from /proc/self/mountinfo
   std::vector<unsigned long> remount_flags;   // their flags (nosuid, nodev, noexec kept)
   std::vector<Bind> binds;
+  // Folders uid 65534 cannot search (a 0700 /root holding the Python): an empty read-only tmpfs on
+  // each, with only the paths the worker needs bound back in, read-only (`reveals`).
+  std::vector<std::string> tmpfs_over;
+  std::vector<Bind> reveals;
   bool mount_proc = false;
   // landlock
   int landlock_abi = 0;
