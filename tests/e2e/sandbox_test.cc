@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -56,8 +57,9 @@ Outcome eval_attack(const std::string& candidate, const std::string& sandbox, co
   std::vector<std::string> argv = {KBV_BINARY, "eval",      "--problem", problem.string(), "--solution",
                                    (kSource / "tests/data/sandbox" / candidate).string(),
                                    "--device",  device,      "--trials",  "1",              "--protocol",
-                                   "kernelbench", "--policy", "lenient", "--timing", "off", "--sandbox", sandbox,
+                                   "kernelbench", "--policy", "lenient", "--sandbox", sandbox,
                                    "--json",    out.string()};
+  if (std::find(extra.begin(), extra.end(), "--timing") == extra.end()) extra.insert(extra.end(), {"--timing", "off"});
   argv.insert(argv.end(), extra.begin(), extra.end());
   if (!env.count("KBV_CACHE_DIR")) env["KBV_CACHE_DIR"] = (dir / "cache").string();
   kbv::RunResult r = kbv::run_command(argv, env, std::chrono::seconds(900));
@@ -234,6 +236,32 @@ TEST(Sandbox, FilesLeftInTmpAreGone) {
   ASSERT_EQ(off.record.value("verdict", ""), "correct") << why(off);
   EXPECT_TRUE(fs::exists(left[0])) << "the control: without the sandbox the file stays in /tmp";
   for (const auto& f : left) fs::remove(f);
+}
+
+// T17 in the sandbox: a process that left the worker's group is named and gone with the worker's
+// PID namespace before the baselines are timed.
+TEST(Sandbox, AProcessLeftInTheNamespaceIsNamedAndGone) {
+  fs::path dir = scratch("stray");
+  Outcome o = eval_attack("stray.py", "strict", dir, {}, kProblem,
+                          {"--timing", "on", "--baselines", "fp32", "--time-cap", "0.3"});
+  ASSERT_EQ(o.code, 0) << o.output;
+  ASSERT_EQ(o.record.value("verdict", ""), "correct") << why(o);
+  int said = 0;
+  for (const auto& f : o.record["findings"])
+    if (f.value("rule", "") == "process_left_running") {
+      ++said;
+      const std::string m = f.value("message", "");
+      EXPECT_NE(m.find("while :; do sleep"), std::string::npos) << m;
+      // "pid N (command)": that process no longer exists.
+      size_t at = m.find("pid ");
+      ASSERT_NE(at, std::string::npos) << m;
+      const int pid = std::stoi(m.substr(at + 4));
+      EXPECT_FALSE(fs::exists("/proc/" + std::to_string(pid) + "/cmdline") &&
+                   kbv::read_file("/proc/" + std::to_string(pid) + "/cmdline").text.find("while") != std::string::npos)
+          << "pid " << pid << " outlived the evaluation";
+    }
+  EXPECT_EQ(said, 1) << o.record["findings"].dump(1);
+  EXPECT_EQ(o.record["sandbox"]["layers"]["pid_namespace"], "applied");
 }
 
 // Strict refuses, naming the layer and how to enable it, when a layer cannot be applied (simulated
