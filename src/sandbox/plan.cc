@@ -341,7 +341,7 @@ Plan make_plan(Mode mode, const std::string& role, const Availability& a, const 
     };
     for (const char* system : {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/sys"})
       rule(system, read);
-    rule("/proc", read | kWriteFile);
+    rule("/proc", read | kWriteFile | kTruncate);  // /proc/self/clear_refs (CPU peak RSS), opened with O_TRUNC
     rule("/dev", read | kWriteFile | kTruncate | kIoctlDev);
     for (const std::string& r : python_roots(python)) rule(r, read);
     for (const std::string& r : paths.read) rule(r, read);

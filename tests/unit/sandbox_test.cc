@@ -228,6 +228,12 @@ TEST_F(SandboxSpawn, TheChildSeesOnlyItsOwnProcessesAndWritesOnlyScratch) {
   }
 }
 
+// The CPU memory measurement resets the peak RSS through /proc/self/clear_refs (docs/MEMORY.md).
+TEST_F(SandboxSpawn, TheWorkerCanResetItsOwnPeakRss) {
+  std::string out = run("(echo 5 > /proc/self/clear_refs) && echo reset=ok || echo reset=failed");
+  EXPECT_NE(out.find("reset=ok"), std::string::npos) << out;
+}
+
 TEST_F(SandboxSpawn, TheProgramsStatusComesThroughTheRelay) {
   SpawnOptions o;
   // Exit codes and signals pass through the relay and the namespace's init unchanged.
