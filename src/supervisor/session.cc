@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <mutex>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -44,6 +46,28 @@ void give_to_nobody(const fs::path& path, bool recursive) {
     for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec))
       ::lchown(it->path().c_str(), 65534, 65534);
+}
+
+// Sandbox folders of kbv processes that are gone (killed before they could remove them):
+// /dev/shm/kbv-sbx-<pid>-<n> and <scratch root>/<role>-<pid>-<n>. Once per kbv process.
+void sweep_dead_sandbox_folders(const fs::path& scratch_root) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    auto dead = [](const std::string& name, size_t pid_at) {
+      int pid = std::atoi(name.c_str() + pid_at);
+      return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+    };
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("kbv-sbx-", 0) == 0 && dead(name, 8)) fs::remove_all(e.path(), ec);
+    }
+    for (const auto& e : fs::directory_iterator(scratch_root, ec)) {
+      std::string name = e.path().filename().string();
+      size_t dash = name.find('-');
+      if (dash != std::string::npos && dead(name, dash + 1)) fs::remove_all(e.path(), ec);
+    }
+  });
 }
 
 nlohmann::json sandbox_off_record() {
@@ -105,12 +129,14 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
   if (config.sandbox != sandbox::Mode::off) {
     availability = sandbox::probe();
     const bool confine = role != "reference";
+    const fs::path scratch_root =
+        config.scratch_dir.empty() ? config.log_dir.parent_path() / "scratch" : config.scratch_dir;
+    sweep_dead_sandbox_folders(scratch_root);
     sandbox::Paths paths;
     paths.read.push_back(config.worker_dir.string());
     if (!target.solution.empty()) paths.read.push_back(fs::absolute(target.solution, ec).string());
     if (confine) {
-      fs::path root = config.scratch_dir.empty() ? config.log_dir.parent_path() / "scratch" : config.scratch_dir;
-      w->scratch_ = root / fmt::format("{}-{}-{}", role, getpid(), n);
+      w->scratch_ = scratch_root / fmt::format("{}-{}-{}", role, getpid(), n);
       fs::remove_all(w->scratch_, ec);
       fs::create_directories(w->scratch_, ec);
       fs::permissions(w->scratch_, fs::perms::owner_all, ec);

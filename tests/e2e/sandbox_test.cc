@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -216,8 +217,19 @@ TEST(Sandbox, FilesLeftInTmpAreGone) {
   const std::vector<fs::path> left = {"/tmp/kbv-sandbox-left-" + marker, "/dev/shm/kbv-sandbox-left-" + marker,
                                       "/var/tmp/kbv-sandbox-left-" + marker};
   for (const auto& f : left) fs::remove(f);
+  // What a kbv killed midway left (its pid is gone): swept by the next kbv that starts a worker.
+  pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ::waitpid(gone, nullptr, 0);
+  const fs::path dead_shm = "/dev/shm/kbv-sbx-" + std::to_string(gone) + "-0";
+  const fs::path dead_scratch = dir / "cache" / "scratch" / ("candidate-" + std::to_string(gone) + "-0");
+  fs::create_directories(dead_shm);
+  fs::create_directories(dead_scratch);
   Outcome strict = eval_attack("tmp.py", "strict", dir, {{"KBV_ATTACK_MARKER", marker}});
   expect_contained(strict);
+  EXPECT_FALSE(fs::exists(dead_shm)) << "a dead kbv's /dev/shm folder is swept";
+  EXPECT_FALSE(fs::exists(dead_scratch)) << "a dead kbv's scratch folder is swept";
   for (const auto& f : left) EXPECT_FALSE(fs::exists(f)) << f << " outlived a sandboxed evaluation";
   std::error_code ec;
   size_t scratch_left = 0;
