@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up whatever is missing, then builds kbv into build/.
 #   - system packages (Debian/Ubuntu, when run as root): compilers, CMake, Ninja, GoogleTest and the
-#     -dev packages kbv links (nlohmann-json, CLI11, fmt, SQLite, OpenSSL, libcurl)
+#     -dev packages kbv links (nlohmann-json, CLI11, fmt, SQLite, OpenSSL, libcurl, libseccomp)
 #   - a project-local Python environment .venv with torch 2.11 (requirements.txt), unless
 #     KBV_PYTHON names an interpreter that already has torch 2.11 (the GPU machine's)
 #   - cmake + ninja
@@ -28,6 +28,14 @@ if ((${#need_pkgs[@]})); then
     echo "setup: missing system packages: ${need_pkgs[*]} (install them, or run as root)" >&2
     exit 1
   fi
+fi
+
+# Optional: libseccomp-dev, for the sandbox's seccomp layer (without it kbv builds, and --sandbox strict
+# refuses to run candidates, saying so). Root + apt only; a failure (no network) is not fatal.
+if ! dpkg -s libseccomp-dev >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+  echo "setup: installing libseccomp-dev and pkg-config (the sandbox's seccomp layer)"
+  { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev pkg-config >/dev/null 2>&1; } ||
+    echo "setup: libseccomp-dev could not be installed; the seccomp layer will be unavailable (--sandbox best-effort runs without it)"
 fi
 
 # Optional: headless Chromium, for the test that opens the HTML report in a real browser (the test

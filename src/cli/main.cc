@@ -52,8 +52,14 @@ struct CommonFlags {
   int64_t flush_bytes = -1;
   double launch_hold_us = -1;
   std::vector<std::string> baselines;
+  std::string sandbox = "strict";
 
   void add(CLI::App* app) {
+    app->add_option("--sandbox", sandbox,
+                    "confinement of the workers that run candidate code (DESIGN.md, Sandbox): strict (refuse to run "
+                    "when a layer cannot be applied), best-effort (what is available, recorded) or off")
+        ->check(CLI::IsMember({"strict", "best-effort", "off"}))
+        ->capture_default_str();
     app->add_option("--timing", timing, "time correct candidates and baselines (docs/TIMING.md)")
         ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
@@ -134,9 +140,30 @@ struct CommonFlags {
     o.cache_dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
     o.worker = kbv::default_worker_config(python);
     o.worker.log_dir = o.cache_dir / "logs";
+    o.worker.sandbox = *kbv::sandbox::parse_mode(sandbox);
     return o;
   }
 };
+
+// --sandbox before anything runs: strict refuses when a layer cannot be applied here; best-effort
+// says what it runs without. False: refused (the message is printed).
+bool sandbox_preflight(const kbv::EvalOptions& o) {
+  const kbv::sandbox::Availability a = kbv::sandbox::probe();
+  if (std::string why = kbv::sandbox::refusal(o.worker.sandbox, a); !why.empty()) {
+    std::fprintf(stderr, "kbv: %s\n", why.c_str());
+    return false;
+  }
+  if (o.worker.sandbox == kbv::sandbox::Mode::best_effort) {
+    std::string missing;
+    for (int i = 0; i < kbv::sandbox::kLayerCount; ++i) {
+      auto l = static_cast<kbv::sandbox::Layer>(i);
+      if (!a.available(l))
+        missing += fmt::format("{}{} ({})", missing.empty() ? "" : ", ", kbv::sandbox::layer_name(l), a.reason[l]);
+    }
+    if (!missing.empty()) std::fprintf(stderr, "kbv: --sandbox best-effort: running without %s\n", missing.c_str());
+  }
+  return true;
+}
 
 // "level1" folder -> 1; a problem file's own id.
 void identify(const fs::path& problem, kbv::Pair& pair) {
@@ -149,6 +176,7 @@ void identify(const fs::path& problem, kbv::Pair& pair) {
 int eval_one(const CommonFlags& flags, const std::string& problem, const std::string& solution,
              const std::string& json_out) {
   kbv::EvalOptions o = flags.options();
+  if (!sandbox_preflight(o)) return 2;
   std::string error;
   std::unique_ptr<kbv::WorkerProcess> idle;
   auto env = kbv::probe_environment(o, error, &idle);
@@ -495,6 +523,7 @@ int main(int argc, char** argv) {
     }
     ro.build_jobs = build_jobs;
     ro.eval = eval_flags.options();
+    if (!sandbox_preflight(ro.eval)) return 2;
     for (size_t pos = 0; !gpus.empty() && pos <= gpus.size();) {
       size_t comma = gpus.find(',', pos);
       std::string item = gpus.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
@@ -549,6 +578,7 @@ int main(int argc, char** argv) {
     so.eval = self_flags.options();
     so.build_jobs = self_jobs;
     so.static_only = self_static;
+    if (!so.static_only && !sandbox_preflight(so.eval)) return 2;
     std::string error;
     json summary = kbv::run_selftest(so, error);
     if (!error.empty()) {

@@ -91,6 +91,7 @@ json base_record(const Pair& pair, const EvalOptions& options, const Environment
                {{"hardware", env.device_name}, {"device", env.device == "cuda" ? "cuda:0" : "cpu"}}},
               {"runtime", -1.0},
               {"runtime_stats", json::object()},
+              {"sandbox", {{"mode", sandbox::mode_name(options.worker.sandbox)}}},  // the candidate's, once it starts
               {"protocol", protocol}};
 }
 
@@ -250,7 +251,7 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
   std::string error;
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = b.extensions_dir.string();
-  auto w = WorkerProcess::start("build", options.worker, env_vars, error);
+  auto w = WorkerProcess::start("build", options.worker, env_vars, error, {solution_path});
   if (!w) {
     b.kind = "compile_error";
     b.message = "cannot start the build worker: " + error;
@@ -403,11 +404,12 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   std::string error;
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
-  auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error);
+  auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error, {pair.solution_path, ref});
   if (!cand) {
     set_verdict(record, "runtime_error", "cannot start the candidate worker: " + error);
     return record;
   }
+  record["sandbox"] = cand->sandbox_record();
   auto fail_from = [&](const Reply& r, const std::string& context) {
     json f = reply_failure(r, "runtime_error");
     std::string kind = f["kind"];

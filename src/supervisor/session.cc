@@ -1,11 +1,14 @@
 #include "supervisor/session.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <mutex>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -34,6 +37,45 @@ void remove_stale_shm(int pid) {
     if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
 }
 
+// The sandbox's folders belong to uid 65534 when kbv is root (the confined workers run as it).
+void give_to_nobody(const fs::path& path, bool recursive) {
+  if (::geteuid() != 0) return;
+  ::lchown(path.c_str(), 65534, 65534);
+  std::error_code ec;
+  if (recursive)
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      ::lchown(it->path().c_str(), 65534, 65534);
+}
+
+// Sandbox folders of kbv processes that are gone (killed before they could remove them):
+// /dev/shm/kbv-sbx-<pid>-<n> and <scratch root>/<role>-<pid>-<n>. Once per kbv process.
+void sweep_dead_sandbox_folders(const fs::path& scratch_root) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    auto dead = [](const std::string& name, size_t pid_at) {
+      int pid = std::atoi(name.c_str() + pid_at);
+      return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+    };
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("kbv-sbx-", 0) == 0 && dead(name, 8)) fs::remove_all(e.path(), ec);
+    }
+    for (const auto& e : fs::directory_iterator(scratch_root, ec)) {
+      std::string name = e.path().filename().string();
+      size_t dash = name.find('-');
+      if (dash != std::string::npos && dead(name, dash + 1)) fs::remove_all(e.path(), ec);
+    }
+  });
+}
+
+nlohmann::json sandbox_off_record() {
+  nlohmann::json layers = nlohmann::json::object();
+  for (int i = 0; i < sandbox::kLayerCount; ++i) layers[sandbox::layer_name(static_cast<sandbox::Layer>(i))] = "off";
+  return {{"mode", "off"}, {"layers", layers}};
+}
+
 }  // namespace
 
 WorkerConfig default_worker_config(const std::string& python_flag) {
@@ -57,7 +99,7 @@ WorkerConfig default_worker_config(const std::string& python_flag) {
 
 std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, const WorkerConfig& config,
                                                     const std::map<std::string, std::string>& env,
-                                                    std::string& error) {
+                                                    std::string& error, const WorkerTarget& target) {
   static std::atomic<unsigned> serial{0};
   std::error_code ec;
   fs::create_directories(config.log_dir, ec);
@@ -74,15 +116,96 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
   for (const auto& [k, v] : env) o.env_set[k] = v;
   o.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
   o.env_set["PYTHONUNBUFFERED"] = "1";
-  o.log_path = config.log_dir / fmt::format("{}-{}-{}.log", role, getpid(), serial++);
-  std::optional<Child> child = spawn(o, error);
-  if (!child) return nullptr;
+  const unsigned n = serial++;
+  o.log_path = config.log_dir / fmt::format("{}-{}-{}.log", role, getpid(), n);
   auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
+  w->role_ = role;
+  w->log_path_ = o.log_path;
+  w->sandbox_ = sandbox_off_record();
+
+  // The sandbox (src/sandbox): folders made and handed over, the plan made, all before fork.
+  sandbox::Plan plan;
+  sandbox::Availability availability;
+  if (config.sandbox != sandbox::Mode::off) {
+    availability = sandbox::probe();
+    const bool confine = role != "reference";
+    const fs::path scratch_root =
+        config.scratch_dir.empty() ? config.log_dir.parent_path() / "scratch" : config.scratch_dir;
+    sweep_dead_sandbox_folders(scratch_root);
+    sandbox::Paths paths;
+    paths.read.push_back(config.worker_dir.string());
+    if (!target.solution.empty()) paths.read.push_back(fs::absolute(target.solution, ec).string());
+    if (confine) {
+      w->scratch_ = scratch_root / fmt::format("{}-{}-{}", role, getpid(), n);
+      fs::remove_all(w->scratch_, ec);
+      fs::create_directories(w->scratch_, ec);
+      fs::permissions(w->scratch_, fs::perms::owner_all, ec);
+      give_to_nobody(w->scratch_, false);
+      paths.scratch = w->scratch_.string();
+      // The build folder, at one path in every worker (/tmp/kbv-ext) so that torch's up-to-date check
+      // of a build made by another worker holds.
+      if (auto it = o.env_set.find("TORCH_EXTENSIONS_DIR"); it != o.env_set.end()) {
+        paths.ext = it->second;
+        fs::create_directories(paths.ext, ec);
+        fs::create_directories(w->scratch_ / "kbv-ext", ec);
+        give_to_nobody(paths.ext, true);
+        it->second = "/tmp/kbv-ext";
+      }
+      o.env_set["HOME"] = "/tmp";
+      o.env_set["TMPDIR"] = "/tmp";
+    }
+    if (role == "reference") {
+      // Its tensors' files, shared with its candidates only; readable by them (KBV_SHM_SHARED).
+      w->shm_dir_ = fs::path("/dev/shm") / fmt::format("kbv-sbx-{}-{}", getpid(), n);
+      fs::remove_all(w->shm_dir_, ec);
+      fs::create_directory(w->shm_dir_, ec);
+      fs::permissions(w->shm_dir_, fs::perms::owner_all, ec);
+      give_to_nobody(w->shm_dir_, false);
+      w->owns_shm_ = true;
+      o.env_set["KBV_SHM_SHARED"] = "1";
+    } else if (target.reference && !target.reference->shm_dir().empty()) {
+      w->shm_dir_ = target.reference->shm_dir();
+      w->keep_shm_prefix_ = fmt::format("kbv-{}-", target.reference->pid());
+    } else if (confine) {
+      w->shm_dir_ = w->scratch_ / "shm";
+      fs::create_directories(w->shm_dir_, ec);
+      give_to_nobody(w->shm_dir_, false);
+    }
+    paths.shm = w->shm_dir_.string();
+    plan = sandbox::make_plan(config.sandbox, role, availability, config.python, paths, error);
+    if (!error.empty()) {
+      w->remove_sandbox_files();
+      return nullptr;
+    }
+    if (!plan.want[sandbox::kMountNs] && w->owns_shm_) {  // best-effort without a mount namespace
+      w->remove_sandbox_files();
+      w->shm_dir_.clear();
+      o.env_set.erase("KBV_SHM_SHARED");
+    }
+    o.sandbox = &plan;
+  }
+
+  std::optional<Child> child = spawn(o, error);
+  if (!child) {
+    w->remove_sandbox_files();
+    return nullptr;
+  }
   w->pid_ = child->pid;
   w->to_ = child->to_child;
   w->from_ = child->from_child;
-  w->role_ = role;
-  w->log_path_ = o.log_path;
+  if (o.sandbox) {
+    std::string refused;
+    w->sandbox_ = sandbox::verify(plan, availability, child->layers, child->program_pid, refused);
+    if (child->layers.err[sandbox::kPidNs] == 0) {
+      char link[128] = {};
+      std::string path = fmt::format("/proc/{}/ns/pid_for_children", child->pid);
+      if (::readlink(path.c_str(), link, sizeof link - 1) > 0) w->pid_ns_ = link;
+    }
+    if (!refused.empty()) {
+      error = fmt::format("the {} worker: {}", role, refused);
+      return nullptr;  // the destructor kills it and removes its folders
+    }
+  }
   return w;
 }
 
@@ -147,6 +270,7 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
       r.status = msg::reply_ok(r.body) ? Reply::Status::ok : Reply::Status::failed;
       return r;
     case ReadResult::Status::timeout: {
+      note_namespace_strays();
       kill_group(pid_);
       end_group();
       r.status = Reply::Status::timeout;
@@ -171,17 +295,38 @@ Reply WorkerProcess::call(const nlohmann::json& request, std::chrono::millisecon
   return r;
 }
 
+void WorkerProcess::note_namespace_strays() {
+  if (pid_ns_.empty() || pid_ <= 0) return;
+  for (Stray& s : namespace_strays(pid_, pid_ns_)) strays_.push_back(std::move(s));
+}
+
+void WorkerProcess::remove_sandbox_files() {
+  std::error_code ec;
+  if (!scratch_.empty()) fs::remove_all(scratch_, ec);
+  if (owns_shm_) {
+    fs::remove_all(shm_dir_, ec);
+  } else if (!keep_shm_prefix_.empty()) {
+    // A candidate's files in its reference's folder: everything not the reference's.
+    for (const auto& entry : fs::directory_iterator(shm_dir_, ec))
+      if (entry.path().filename().string().rfind(keep_shm_prefix_, 0) != 0) fs::remove(entry.path(), ec);
+  }
+  scratch_.clear();
+  owns_shm_ = false;
+}
+
 void WorkerProcess::end_group() {
   // The worker may have left children (compilers, a candidate's threads or processes): those in
   // its group go with the group, those that left it were adopted by kbv once their parents ended.
   ::kill(-pid_, SIGKILL);
   for (Stray& s : kill_strays(pid_)) strays_.push_back(std::move(s));
   remove_stale_shm(pid_);
+  remove_sandbox_files();
   pid_ = -1;
 }
 
 void WorkerProcess::stop() {
   if (pid_ > 0) {
+    note_namespace_strays();  // before the namespace ends and takes them with it
     write_message(to_, msg::to_json(msg::ExitRequest{}));
     if (!wait_for(pid_, std::chrono::milliseconds(3000))) kill_group(pid_);
     end_group();

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/messages.h"
+#include "sandbox/sandbox.h"
 #include "util/subprocess.h"
 
 namespace kbv {
@@ -22,6 +23,15 @@ struct WorkerConfig {
   std::filesystem::path worker_dir;         // folder holding the kbv_worker extension module
   std::filesystem::path log_dir;            // worker logs (stdout+stderr of the hosted code)
   std::map<std::string, std::string> env;   // extra environment for every worker
+  sandbox::Mode sandbox = sandbox::Mode::off;  // kbv eval/selftest: --sandbox (strict by default)
+  std::filesystem::path scratch_dir;        // per-worker scratch folders (empty: log_dir/../scratch)
+};
+
+class WorkerProcess;
+// What a sandboxed worker reads besides the system and Python, and whom it works with.
+struct WorkerTarget {
+  std::filesystem::path solution;              // candidate and build: the solution file (read-only)
+  const WorkerProcess* reference = nullptr;    // candidate: its reference (their shared /dev/shm folder)
 };
 
 // Finds the python and the worker module: --python / KBV_PYTHON / the build's default;
@@ -51,8 +61,12 @@ template <class T> std::optional<T> reply_as(Reply& r) {
 class WorkerProcess {
  public:
   // role: reference | candidate | build. Returns nullptr and sets error if it cannot start.
+  // Under config.sandbox (src/sandbox, DESIGN.md "Sandbox") the candidate and build workers are
+  // confined and the reference gets a /dev/shm folder of its own; what took effect is checked from
+  // outside (sandbox_record()), and under strict a layer that did not is an error.
   static std::unique_ptr<WorkerProcess> start(const std::string& role, const WorkerConfig& config,
-                                              const std::map<std::string, std::string>& env, std::string& error);
+                                              const std::map<std::string, std::string>& env, std::string& error,
+                                              const WorkerTarget& target = {});
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
@@ -73,6 +87,10 @@ class WorkerProcess {
   bool alive() const { return pid_ > 0; }
   int pid() const { return pid_; }
   const std::filesystem::path& log_path() const { return log_path_; }
+  // The record's `sandbox` field: {"mode", "layers": {layer: "applied" | "unavailable: why" | ...}}.
+  const nlohmann::json& sandbox_record() const { return sandbox_; }
+  // The /dev/shm folder a sandboxed reference shares with its candidates (empty: the host's).
+  const std::filesystem::path& shm_dir() const { return shm_dir_; }
 
  private:
   WorkerProcess() = default;
@@ -85,6 +103,15 @@ class WorkerProcess {
   std::filesystem::path log_path_;
   std::vector<Stray> strays_;
   std::string ended_;  // why the worker is gone, for requests made after (empty while it runs)
+  // Sandbox: the check's outcome, the worker's PID namespace, its scratch, its /dev/shm folder
+  // (removed at the end when owned), and the prefix of the reference's files kept in a shared one.
+  nlohmann::json sandbox_;
+  std::string pid_ns_;
+  std::filesystem::path scratch_, shm_dir_;
+  bool owns_shm_ = false;
+  std::string keep_shm_prefix_;
+  void note_namespace_strays();
+  void remove_sandbox_files();
 };
 
 }  // namespace kbv

@@ -63,7 +63,7 @@ std::vector<ProcEntry> proc_table() {
   if (!dir) return table;
   while (const dirent* e = ::readdir(dir)) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    char path[64];
+    char path[288];  // "/proc/" + a name of up to 255 bytes + "/stat"
     std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
     int fd = ::open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // gone meanwhile
@@ -240,18 +240,107 @@ std::string resolve_program(const std::string& name, const std::vector<std::stri
   return name;
 }
 
-// What the child reports through the exec-error pipe when set-up fails.
-enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3 };
+// What the child reports through the exec-error pipe: a set-up failure, or (kLayers, not a
+// failure) which sandbox layers it applied, just before exec.
+enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3, kSandbox = 4, kLayers = 5 };
 struct ChildReport {
   int stage;
   int err;
+  int layer;
+  int layers[sandbox::kLayerCount];
 };
 
-[[noreturn]] void child_fail(int report_fd, ChildStage stage) {
-  ChildReport report{static_cast<int>(stage), errno};
+[[noreturn]] void child_fail(int report_fd, ChildStage stage, int err = -1, int layer = -1) {
+  ChildReport report{static_cast<int>(stage), err < 0 ? errno : err, layer, {}};
   ssize_t ignored = ::write(report_fd, &report, sizeof report);
   (void)ignored;
   ::_exit(127);
+}
+
+// The relay (kbv's side of a PID namespace): ends as the program ended, with its status, which the
+// namespace's init passes on through `status_fd`.
+[[noreturn]] void relay(pid_t init, int status_fd) {
+  ::close_range(0, static_cast<unsigned>(status_fd) - 1, 0);
+  int raw = 0;
+  while (::waitpid(init, &raw, 0) < 0 && errno == EINTR) {
+  }
+  int program = 0;
+  if (::read(status_fd, &program, sizeof program) == static_cast<ssize_t>(sizeof program)) raw = program;
+  if (WIFSIGNALED(raw)) {
+    const int sig = WTERMSIG(raw);
+    struct rlimit none {0, 0};
+    ::setrlimit(RLIMIT_CORE, &none);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(sig, &dfl, nullptr);
+    ::kill(::getpid(), sig);
+    ::_exit(128 + sig);
+  }
+  ::_exit(WIFEXITED(raw) ? WEXITSTATUS(raw) : 127);
+}
+
+// The namespace's init: reaps everything orphaned in it; when the program ends, passes its status
+// on and ends, and the kernel kills whatever is left in the namespace.
+[[noreturn]] void init_loop(pid_t program, int status_fd) {
+  ::close_range(0, static_cast<unsigned>(status_fd) - 1, 0);
+  ::close_range(static_cast<unsigned>(status_fd) + 1, ~0U, 0);
+  for (;;) {
+    int raw = 0;
+    pid_t p = ::wait(&raw);
+    if (p == program) {
+      ssize_t ignored = ::write(status_fd, &raw, sizeof raw);
+      (void)ignored;
+      ::_exit(0);
+    }
+    if (p < 0 && errno == ECHILD) ::_exit(0);
+  }
+}
+
+// The sandbox, between fork and exec; returns in the process that is to exec. `report` is fd 5.
+void sandboxed_child(const sandbox::Plan& plan, int report) {
+  using namespace sandbox;
+  ChildReport layers{static_cast<int>(ChildStage::kLayers), 0, -1, {}};
+  for (int& e : layers.layers) e = -1;
+  auto done = [&](Layer l, int err) {
+    layers.layers[l] = err;
+    if (err != 0 && plan.mode == Mode::strict) child_fail(report, ChildStage::kSandbox, err, l);
+    return err == 0;
+  };
+  if (plan.want[kUserNs]) done(kUserNs, enter_user_namespace(plan));
+  for (Layer l : {kMountNs, kNetNs, kIpcNs, kPidNs})
+    if (plan.want[l]) done(l, enter_namespace(l));
+  const bool pid_ns = plan.want[kPidNs] && layers.layers[kPidNs] == 0;
+  int status_pipe[2] = {-1, -1};
+  if (pid_ns) {
+    if (::pipe2(status_pipe, O_CLOEXEC) != 0) child_fail(report, ChildStage::kSandbox, errno, kPidNs);
+    pid_t init = ::fork();
+    if (init < 0) child_fail(report, ChildStage::kSandbox, errno, kPidNs);
+    if (init > 0) {
+      ::close(status_pipe[1]);
+      relay(init, status_pipe[0]);
+    }
+    ::close(status_pipe[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the relay gone: the namespace goes
+  }
+  if (plan.want[kMountNs] && layers.layers[kMountNs] == 0) done(kMountNs, setup_mounts(plan, pid_ns));
+  if (pid_ns) {
+    pid_t program = ::fork();
+    if (program < 0) child_fail(report, ChildStage::kSandbox, errno, kPidNs);
+    if (program > 0) init_loop(program, status_pipe[1]);
+    ::close(status_pipe[1]);
+  }
+  if (plan.want[kLimits]) done(kLimits, apply_limits(plan));
+  if (plan.want[kNoNewPrivs]) done(kNoNewPrivs, apply_no_new_privs());
+  if (plan.want[kLandlock]) done(kLandlock, apply_landlock(plan));
+  if (plan.want[kCaps] || plan.want[kUid]) {
+    int err = drop_identity(plan);
+    if (plan.want[kCaps]) done(kCaps, err);
+    if (plan.want[kUid]) done(kUid, err);
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a change of uid cleared it
+  if (plan.want[kSeccomp]) done(kSeccomp, apply_seccomp(plan));
+  ssize_t ignored = ::write(report, &layers, sizeof layers);
+  (void)ignored;
 }
 
 // Spawn with stdout+stderr going to `out_fd` (not closed here).
@@ -372,6 +461,7 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
     if (::close_range(6, ~0U, 0) != 0) {
       for (int fd = 6; fd < max_fd; ++fd) ::close(fd);
     }
+    if (options.sandbox) sandboxed_child(*options.sandbox, report);
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail(report, ChildStage::kChdir);
     ::execve(program.c_str(), argv_ptrs.data(), env_ptrs.data());
     child_fail(report, ChildStage::kExec);
@@ -386,7 +476,10 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
   close_fd(null_fd);
   close_fd(log_fd);
 
+  // Reports until end of file (the exec closed the last copy of the pipe): the sandbox's layers,
+  // then nothing, or a failure.
   ChildReport report{};
+  sandbox::ChildLayers layers;
   ssize_t got = 0;
   for (;;) {
     ssize_t n = ::read(report_pipe[0], reinterpret_cast<char*>(&report) + got,
@@ -394,7 +487,10 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += n;
-    if (got == static_cast<ssize_t>(sizeof report)) break;
+    if (got < static_cast<ssize_t>(sizeof report)) continue;
+    if (report.stage != static_cast<int>(ChildStage::kLayers)) break;
+    for (int i = 0; i < sandbox::kLayerCount; ++i) layers.err[static_cast<size_t>(i)] = report.layers[i];
+    got = 0;
   }
   close_fd(report_pipe[0]);
   if (got > 0) {
@@ -406,6 +502,11 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
       error = "cannot run " + argv0 + ": child set-up failed";
     } else if (report.stage == static_cast<int>(ChildStage::kExec)) {
       error = "cannot run " + argv0 + ": " + errno_text(report.err);
+    } else if (report.stage == static_cast<int>(ChildStage::kSandbox)) {
+      error = "cannot run " + argv0 + " in the sandbox (--sandbox strict): the " +
+              sandbox::layer_name(static_cast<sandbox::Layer>(report.layer)) + " layer failed: " +
+              errno_text(report.err) + "; to enable it: " +
+              sandbox::layer_remedy(static_cast<sandbox::Layer>(report.layer));
     } else if (report.stage == static_cast<int>(ChildStage::kChdir)) {
       error = "cannot run " + argv0 + ": cannot change to folder " + cwd + ": " +
               errno_text(report.err);
@@ -421,6 +522,20 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
   child.pid = pid;
   child.to_child = in_pipe[1];
   child.from_child = out_pipe[0];
+  child.layers = layers;
+  child.program_pid = pid;
+  // In a PID namespace the program is the grandchild: relay -> init -> program.
+  if (options.sandbox && layers.err[sandbox::kPidNs] == 0) {
+    child.program_pid = -1;
+    int parent = pid;
+    for (int depth = 0; depth < 2 && parent > 0; ++depth) {
+      int found = -1;
+      for (const ProcEntry& p : proc_table())
+        if (p.ppid == parent) found = p.pid;
+      parent = found;
+    }
+    child.program_pid = parent;
+  }
   return child;
 }
 
@@ -514,6 +629,19 @@ std::vector<Stray> kill_strays(int group, std::chrono::milliseconds settle) {
       killed.insert(tree.begin(), tree.end());
     }
     for (const ProcEntry& p : strays) reap(p.pid, std::chrono::milliseconds(1000));
+  }
+  return found;
+}
+
+std::vector<Stray> namespace_strays(int group, const std::string& pid_ns) {
+  std::vector<Stray> found;
+  if (pid_ns.empty()) return found;
+  for (const ProcEntry& p : proc_table()) {
+    if (p.pgrp == group || ended(p)) continue;
+    char path[64], link[128] = {};
+    std::snprintf(path, sizeof path, "/proc/%d/ns/pid", p.pid);
+    ssize_t n = ::readlink(path, link, sizeof link - 1);
+    if (n > 0 && pid_ns == link) found.push_back({p.pid, command_of(p.pid)});
   }
   return found;
 }

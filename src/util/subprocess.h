@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/sandbox.h"
+
 namespace kbv {
 
 struct SpawnOptions {
@@ -19,12 +21,19 @@ struct SpawnOptions {
   std::filesystem::path log_path;                 // stdout and stderr of the child go here (appended); empty: /dev/null
   std::filesystem::path cwd;                      // empty: inherit
   bool protocol_pipes = true;                     // create the two pipes below (child fds 3 = in, 4 = out)
+  // Applied between fork and exec (src/sandbox). With a PID namespace the child forks twice: the
+  // pid returned is a relay in kbv's namespace (it ends as the worker ends, with its status), its
+  // child the namespace's init (it reaps; when it ends the kernel kills everything in the
+  // namespace), and the init's child runs the program. All three are in the child's process group.
+  const sandbox::Plan* sandbox = nullptr;
 };
 
 struct Child {
   int pid = -1;
   int to_child = -1;    // parent writes here; the child reads fd 3
   int from_child = -1;  // parent reads here; the child writes fd 4
+  sandbox::ChildLayers layers;  // with a sandbox: what the child applied (errno per layer)
+  int program_pid = -1;         // the process that runs the program (differs from pid in a PID namespace)
 };
 
 // Starts a child in a new process group (setpgid(0,0)). Returns std::nullopt and sets
@@ -61,6 +70,11 @@ struct Stray {
 // exited); group <= 0: no wait. Returns the live strays it killed (zombies are only reaped).
 // Every child of this process must come from spawn(): any other is a stray.
 std::vector<Stray> kill_strays(int group, std::chrono::milliseconds settle = std::chrono::milliseconds(2000));
+
+// The processes of PID namespace `pid_ns` (as /proc/<pid>/ns/pid reads, "pid:[4026532...]") that are
+// not in process group `group`: what a sandboxed worker left outside its group, found before the
+// namespace ends (the kernel kills them with it, so kill_strays never sees them).
+std::vector<Stray> namespace_strays(int group, const std::string& pid_ns);
 
 // Runs a command to completion with a deadline; output (stdout+stderr) captured, at most
 // `max_output` bytes kept (the tail). Used for builds and probes.

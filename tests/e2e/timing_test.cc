@@ -288,9 +288,12 @@ void baseline_timed_after_the_candidate(const std::string& name, bool own_sessio
   ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
   const fs::path cache = dir / "cache", out = dir / "record.json";
   CachedWhateverTheLoad cached_whatever_the_load;  // the baseline file's time is the evidence
+  // --sandbox off: the heartbeat is a file outside any sandbox's scratch, and the subject here is the
+  // process-group and subreaper kill. Under the sandbox the worker's PID namespace ends with it
+  // and takes such processes along (DESIGN.md, "Sandbox").
   Outcome o = kbv_run({"eval", "--problem", problem, "--solution", sol.string(), "--device", "cpu", "--trials", "1",
                        "--protocol", "kernelbench", "--policy", "lenient", "--baselines", "fp32", "--time-cap",
-                       "0.3", "--json", out.string()},
+                       "0.3", "--sandbox", "off", "--json", out.string()},
                       out, cache.string());
   ASSERT_EQ(o.record["verdict"], "correct") << o.output;
   ASSERT_EQ(o.record["timing"]["baselines"]["fp32"]["cached"], false) << [&] {  // the record less its per-distribution checks, for a failure's cause
