@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Makes .deps/: headers of the -dev packages the GPU machine lacks (SQLite, OpenSSL, libcurl; also
+# Makes .deps/: headers of the -dev packages the GPU machine lacks (SQLite, OpenSSL, libcurl, libseccomp; also
 # nlohmann-json, CLI11, fmt and GoogleTest in case), from Debian's packages, for the
 # device tool to carry (`carry: [".deps"]`). scripts/gpu/device.sh uses them there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf .deps && mkdir -p .deps/pkgs
-(cd .deps/pkgs && apt-get download libsqlite3-dev libssl-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev >/dev/null)
+(cd .deps/pkgs && apt-get download libsqlite3-dev libssl-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libseccomp-dev >/dev/null)
 for f in .deps/pkgs/*.deb; do dpkg -x "$f" .deps/root; done
 mkdir -p .deps/usr/include .deps/gtest
 cp -r .deps/root/usr/include/. .deps/usr/include/

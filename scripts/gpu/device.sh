@@ -23,9 +23,9 @@ build=${KBV_GPU_BUILD:-$root/build-gpu}  # KBV_GPU_BUILD: a build folder elsewhe
 } > "$out/env.txt" 2>&1
 # Link names for the libraries whose -dev packages are missing here.
 mkdir -p .deps/usr/lib
-for lib in libsqlite3.so.0:libsqlite3.so libcrypto.so.3:libcrypto.so libcurl.so.4:libcurl.so; do
+for lib in libsqlite3.so.0:libsqlite3.so libcrypto.so.3:libcrypto.so libcurl.so.4:libcurl.so libseccomp.so.2:libseccomp.so; do
   src=/usr/lib/x86_64-linux-gnu/${lib%%:*}
-  [[ -e /usr/lib/x86_64-linux-gnu/${lib##*:} ]] || ln -sf "$src" ".deps/usr/lib/${lib##*:}"
+  [[ -e /usr/lib/x86_64-linux-gnu/${lib##*:} || ! -e $src ]] || ln -sf "$src" ".deps/usr/lib/${lib##*:}"
 done
 gtest_args=()
 if ! ls /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/x86_64-linux-gnu/libgtest.so >/dev/null 2>&1; then
