@@ -159,11 +159,12 @@ int baseline_command(const BaselineCommandOptions& o) {
     for (const auto& mode : eval.protocol.timing.baselines)
       if (text.ok && !load_baseline(eval, baseline_key(text.text, eval, *env, mode))) todo.push_back(mode);
     std::string line, problem_error = text.ok ? "" : text.error;
-    json load_reply, failure;
+    json load_reply;
+    FailureKind failure;
     WorkerProcess* ref = nullptr;
     if (problem_error.empty() && !todo.empty()) {
       ref = reference.get(p.path, eval, load_reply, failure);
-      if (!ref) problem_error = failure.value("message", "the problem does not load");
+      if (!ref) problem_error = failure.message;
     }
     if (ref && !draw_timing_inputs(*ref, eval, error)) {
       problem_error = error;

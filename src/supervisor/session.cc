@@ -11,9 +11,29 @@
 #include <fmt/format.h>
 
 #include "proto/channel.h"
+#include "util/interrupt.h"
 #include "util/subprocess.h"
 
 namespace kbv {
+
+WorkerFailure worker_failure(const Reply& r) {
+  WorkerFailure f;
+  switch (r.status) {
+    case Reply::Status::ok:
+    case Reply::Status::failed: f.status = WorkerFailure::Status::failed; break;
+    case Reply::Status::timeout: f.status = WorkerFailure::Status::timeout; break;
+    case Reply::Status::died: f.status = WorkerFailure::Status::died; break;
+    case Reply::Status::channel_error: f.status = WorkerFailure::Status::channel_error; break;
+  }
+  if (r.body.is_object()) {
+    f.kind = r.body.value("kind", "");
+    f.message = r.body.value("message", "");
+    if (auto it = r.body.find("traceback"); it != r.body.end() && it->is_string()) f.traceback = it->get<std::string>();
+  }
+  f.detail = r.detail;
+  f.interrupted = interrupted();
+  return f;
+}
 namespace fs = std::filesystem;
 
 namespace {

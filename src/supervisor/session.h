@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/decide.h"
+
 #include "util/subprocess.h"
 
 namespace kbv {
@@ -31,6 +33,9 @@ struct Reply {
   nlohmann::json body;   // the worker's reply (ok or failed)
   std::string detail;    // timeout/died/channel_error: what happened, with the log's tail
 };
+
+// A reply that is not ok, as the record's verdict rules see it (record/decide.h).
+WorkerFailure worker_failure(const Reply& reply);
 
 class WorkerProcess {
  public:
