@@ -57,8 +57,7 @@ Record base_record(const Pair& pair, const EvalOptions& options, const Environme
   r.solution = pair.solution_path.string();
   r.metadata.hardware = env.device_name;
   r.metadata.device = env.device == "cuda" ? "cuda:0" : "cpu";
-  RecordRead p = record_from_json(json{{"protocol", options.protocol.to_json()}});
-  r.protocol = p.record.protocol;
+  r.protocol = protocol_from_json(options.protocol.to_json());
   r.protocol.torch_version = env.torch_version;
   r.protocol.python_version = env.python_version;
   r.protocol.device_name = env.device_name;
