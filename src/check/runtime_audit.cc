@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "record/finding.h"
+
 namespace kbv {
 using nlohmann::json;
 
@@ -210,11 +212,7 @@ json runtime_findings(const json& audit, const json& reference_aliases, const js
   json findings = json::array();
   auto add = [&](const std::string& rule, const std::string& severity, const std::string& message,
                  const std::string& evidence, const char* cheat) {
-    findings.push_back({{"rule", rule},
-                        {"severity", severity},
-                        {"message", message},
-                        {"evidence", evidence},
-                        {"cheat", cheat ? json(cheat) : json(nullptr)}});
+    findings.push_back(make_finding(rule, severity, message, evidence, cheat ? cheat : "").to_json());
   };
 
   // T11: none of the audited CPU time was spent in the candidate's own compiled code.

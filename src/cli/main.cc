@@ -191,26 +191,24 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
   identify(problem, pair);
   kbv::ReferenceHost reference;
   reference.adopt(std::move(idle));
-  json record = kbv::evaluate_pair(pair, o, *env, reference);
+  kbv::Record record = kbv::evaluate_pair(pair, o, *env, reference);
   if (kbv::interrupted()) {
     std::fprintf(stderr, "kbv: interrupted; nothing recorded\n");
     return 130;
   }
   // Short human summary.
-  std::string verdict = record["verdict"];
-  std::fprintf(stderr, "%s: %s on %s\n", fs::path(solution).filename().c_str(), verdict.c_str(),
+  std::fprintf(stderr, "%s: %s on %s\n", fs::path(solution).filename().c_str(), kbv::verdict_name(record.verdict),
                env->device_name.c_str());
-  std::fprintf(stderr, "  %s\n", record["message"].get<std::string>().c_str());
-  for (const auto& d : record["distributions"]) {
-    if (d.value("passed", true)) continue;
-    std::fprintf(stderr, "  failed: trial %d %s (x%g)\n", d["trial"].get<int>(),
-                 d["distribution"].get<std::string>().c_str(), d["scale"].get<double>());
+  std::fprintf(stderr, "  %s\n", record.message.c_str());
+  for (const auto& d : record.distributions) {
+    if (d.passed.value_or(true)) continue;
+    std::fprintf(stderr, "  failed: trial %d %s (x%g)\n", d.trial, d.distribution.c_str(), d.scale);
   }
   if (std::string t = kbv::timing_summary(record); !t.empty()) std::fprintf(stderr, "  %s\n", t.c_str());
   if (json_out == "-") {
-    std::cout << record.dump(2) << "\n";
+    std::cout << kbv::to_json(record).dump(2) << "\n";
   } else if (!json_out.empty()) {
-    std::string e = kbv::write_file_atomic(json_out, record.dump(2) + "\n");
+    std::string e = kbv::write_file_atomic(json_out, kbv::to_json(record).dump(2) + "\n");
     if (!e.empty()) {
       std::fprintf(stderr, "kbv: %s\n", e.c_str());
       return 2;
@@ -218,7 +216,7 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
   }
   // The problem could not judge the candidate (it does not load, or its reference fails): the
   // input is unusable, whatever the candidate is.
-  return verdict == "problem_error" ? kbv::cli::kExitUsage : kbv::cli::kExitOk;
+  return record.verdict == kbv::Verdict::problem_error ? kbv::cli::kExitUsage : kbv::cli::kExitOk;
 }
 
 int build_one(const CommonFlags& flags, const std::string& solution_path) {
@@ -273,7 +271,7 @@ int list_problems(const std::string& dir, std::optional<int> level, const Common
     std::string inputs;
     if (shapes) {
       kbv::msg::LoadProblemReply load;
-      json failure;
+      kbv::FailureKind failure;
       kbv::WorkerProcess* w = reference.get(p.path, o, load, failure);
       kbv::Reply r;
       std::optional<kbv::msg::DescribeReply> described;
@@ -295,7 +293,7 @@ int list_problems(const std::string& dir, std::optional<int> level, const Common
           }
         }
       } else {
-        row["error"] = !w ? failure.value("message", "")
+        row["error"] = !w ? failure.message
                        : r.status == kbv::Reply::Status::failed ? kbv::msg::failure_of(r.body).message
                                                                  : r.detail;
         inputs = "error: " + row["error"].get<std::string>();

@@ -10,20 +10,6 @@ std::optional<Policy> parse_policy(std::string_view name) {
 
 const char* policy_name(Policy policy) { return policy == Policy::strict ? "strict" : "lenient"; }
 
-std::string Finding::evidence() const {
-  std::string e = file + ":" + std::to_string(line);
-  if (!code.empty()) e += ": " + code;
-  return e;
-}
-
-nlohmann::json Finding::to_json() const {
-  return nlohmann::json{{"rule", rule},
-                        {"severity", severity},
-                        {"message", message},
-                        {"evidence", evidence()},
-                        {"cheat", cheat.empty() ? nlohmann::json(nullptr) : nlohmann::json(cheat)}};
-}
-
 void SourceText::put(char c, int file_line) {
   if (lines.empty() || pending_line) {
     lines.push_back(file_line);

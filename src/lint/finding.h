@@ -1,4 +1,4 @@
-// Findings of the static analysis, the policy that decides what they do, and text recovered
+// The static analysis's policy (what its findings do), and text recovered
 // from a source file with the file line of each of its lines.
 #pragma once
 #include <optional>
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "record/finding.h"
 
 namespace kbv {
 
@@ -16,19 +16,7 @@ enum class Policy { strict, lenient };
 std::optional<Policy> parse_policy(std::string_view name);
 const char* policy_name(Policy policy);
 
-struct Finding {
-  std::string rule;      // "kernel_not_called"
-  std::string severity;  // "reject" | "warn"
-  std::string message;   // one sentence a user can act on
-  std::string file;      // the file the evidence is in
-  int line = 0;          // 1-based line in `file`
-  std::string code;      // that line, trimmed
-  std::string cheat;     // "T1".."T16"; empty for findings about the analysis itself
-
-  std::string evidence() const;  // "file:line: code"
-  // {"rule", "severity", "message", "evidence", "cheat"} (cheat null when empty)
-  nlohmann::json to_json() const;
-};
+// Findings are record/finding.h's Finding (file, line and code give their evidence).
 
 // Text recovered from a file (a Python string literal's value, a whole .cu file) together with
 // the file line every one of its lines starts on, so evidence points at the file, not the text.

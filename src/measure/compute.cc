@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "record/finding.h"
+
 namespace kbv::compute {
 using nlohmann::json;
 
@@ -71,13 +73,12 @@ json no_custom_compute_finding(const json& compute) {
     names += fmt::format("{} ({}x)", k.value("name", ""), k.value("calls", 0));
     if (names.size() > 300) break;
   }
-  return json{{"rule", "no_custom_compute"},
-              {"severity", "reject"},
-              {"message", fmt::format("none of the {} kernel launches of the audited call came from the candidate's own "
-                                      "compiled code: the work was done by library kernels (ATen, cuBLAS, cuDNN, ...)",
-                                      compute.value("kernels", 0))},
-              {"evidence", names},
-              {"cheat", "T11"}};
+  return make_finding("no_custom_compute", "reject",
+                      fmt::format("none of the {} kernel launches of the audited call came from the candidate's own "
+                                  "compiled code: the work was done by library kernels (ATen, cuBLAS, cuDNN, ...)",
+                                  compute.value("kernels", 0)),
+                      names, "T11")
+      .to_json();
 }
 
 }  // namespace kbv::compute

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "record/finding.h"
+
 namespace kbv::memory {
 using nlohmann::json;
 
@@ -240,14 +242,12 @@ MemoryVerdict memory_verdict(const json& candidate, const json& baselines) {
 
   double growth = number_or(candidate, "growth_bytes_per_call", 0);
   if (growth >= static_cast<double>(kLeakThresholdBytes))
-    v.findings.push_back(
-        {{"rule", "memory_leak"},
-         {"severity", "warn"},
-         {"message", fmt::format("memory held after each call grows by {} per call over {} measured calls "
-                                 "(outputs dropped): the candidate leaks device memory",
-                                 format_bytes(growth), candidate.value("calls", 0))},
-         {"evidence", fmt::format("growth_bytes_per_call = {:.0f}", growth)},
-         {"cheat", nullptr}});
+    v.findings.push_back(make_finding("memory_leak", "warn",
+                                      fmt::format("memory held after each call grows by {} per call over {} measured "
+                                                  "calls (outputs dropped): the candidate leaks device memory",
+                                                  format_bytes(growth), candidate.value("calls", 0)),
+                                      fmt::format("growth_bytes_per_call = {:.0f}", growth), "")
+                             .to_json());
   double non_torch = number_or(candidate, "non_torch_peak_bytes", 0);
   if (non_torch - baseline_non_torch > static_cast<double>(kNonTorchThresholdBytes)) {
     json largest = candidate.value("largest_non_torch", json::object());
@@ -258,14 +258,13 @@ MemoryVerdict memory_verdict(const json& candidate, const json& baselines) {
                               ? std::string("an unknown library")
                               : largest.value("source", std::string()));
     v.findings.push_back(
-        {{"rule", "non_torch_allocation"},
-         {"severity", "warn"},
-         {"message", fmt::format("the candidate held up to {} of device memory outside PyTorch's allocator during "
+        make_finding("non_torch_allocation", "warn",
+                     fmt::format("the candidate held up to {} of device memory outside PyTorch's allocator during "
                                  "a call (the reference: {}){}; torch.cuda.max_memory_allocated does not see it, "
                                  "kbv's peak_bytes does",
-                                 format_bytes(non_torch), format_bytes(baseline_non_torch), where)},
-         {"evidence", fmt::format("non_torch_peak_bytes = {:.0f}", non_torch)},
-         {"cheat", nullptr}});
+                                 format_bytes(non_torch), format_bytes(baseline_non_torch), where),
+                     fmt::format("non_torch_peak_bytes = {:.0f}", non_torch), "")
+            .to_json());
   }
   return v;
 }

@@ -18,7 +18,6 @@
 #include "report/summary.h"
 #include "report/upstream.h"
 #include "store/store.h"
-#include "supervisor/precision.h"
 #include "util/fs.h"
 #include "util/hash.h"
 
@@ -35,12 +34,7 @@ std::string run_name(const fs::path& dir) {
   return name.empty() || name == "." ? fs::absolute(p).filename().string() : name;
 }
 
-std::string protocol_name(const json& record) {
-  auto it = record.find("protocol");
-  if (it != record.end() && it->is_object() && it->contains("name") && (*it)["name"].is_string())
-    return (*it)["name"].get<std::string>();
-  return "kbv";
-}
+std::string protocol_name(const Record& record) { return record.protocol.name.value_or("kbv"); }
 
 std::optional<int> level_for(const UpstreamFile& f, std::optional<int> level, const fs::path& dir, std::string& error) {
   if (f.level) return f.level;
@@ -115,11 +109,11 @@ std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, s
     }
     // Rows come newest first per sample: the first one seen for a sample is its latest.
     // One run per protocol and precision: "kbv" (fp32), "kbv bf16", ...
-    std::map<std::string, std::map<std::tuple<int, int, int>, json>> latest;
+    std::map<std::string, std::map<std::tuple<int, int, int>, Record>> latest;
     std::map<std::string, std::set<std::string>> hashes;
     std::map<std::string, std::pair<std::string, std::string>> parts;  // key -> (protocol, precision)
     for (auto& row : rows) {
-      std::string precision = record_precision(row.record);
+      std::string precision = row.record.precision_or_default();
       std::string p = protocol_name(row.record) + (precision == "fp32" ? "" : " " + precision);
       parts[p] = {protocol_name(row.record), precision};
       hashes[p].insert(row.key.protocol_hash);
@@ -224,7 +218,7 @@ int report_command(const ReportOptions& options) {
           int timed = 0;
           for (auto& r : run.records) {
             apply_baseline(r, b);
-            timed += r.contains("timing") && r["timing"].contains("speedup") && r["timing"]["speedup"].contains(b.name);
+            timed += r.timing && r.timing->speedup && r.timing->speedup->count(b.name);
           }
           run.notes.push_back(fmt::format("{} of {} record(s) have a speedup against the {} baseline file {}", timed,
                                           run.records.size(), b.name, b.path.string()));
@@ -318,8 +312,8 @@ int import_command(const ImportOptions& options) {
     std::map<std::string, int> applied;
     for (auto& r : read.records) {
       for (const auto& b : baselines) applied[b.name] += apply_baseline(r, b) ? 1 : 0;
-      RecordKey key{r["level"].get<int>(), r["problem_id"].get<int>(), r["sample_id"].get<int>(),
-                    r.value("solution_hash", sha256_hex(r["kernelbench"].dump())), phash};
+      RecordKey key{r.level, r.problem_id, r.sample_id,
+                    r.solution_hash.value_or(sha256_hex(to_json(*r.kernelbench).dump())), phash};
       std::string e = store->put(key, r);
       if (!e.empty()) {
         std::fprintf(stderr, "kbv import: %s\n", e.c_str());
@@ -365,8 +359,8 @@ int export_command(const ExportOptions& options) {
                  run->protocol.c_str(), run->precision.c_str());
   const fs::path to = options.to.value_or(options.run / ("export-" + options.format));
   fs::create_directories(to, ec);
-  std::map<int, std::vector<json>> by_level;
-  for (const auto& r : run->records) by_level[r.value("level", 0)].push_back(r);
+  std::map<int, std::vector<Record>> by_level;
+  for (const auto& r : run->records) by_level[r.level].push_back(r);
   const bool several = by_level.size() > 1;
   auto name = [&](const char* stem, int level) {
     return several ? fmt::format("{}_level{}.json", stem, level) : fmt::format("{}.json", stem);

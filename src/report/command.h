@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"
+
 namespace kbv {
 
 // One report entry: a run folder's latest records of one protocol.
@@ -16,7 +18,7 @@ struct LoadedRun {
   std::filesystem::path dir;
   std::string protocol;
   std::string precision = "fp32";  // fp32 | bf16 | fp16: each precision is a run of its own (docs/PRECISION.md)
-  std::vector<nlohmann::json> records;
+  std::vector<Record> records;
   std::vector<std::string> notes;
 };
 

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"
+
 namespace kbv {
 
 // Builds the upstream shape from kbv records (each has "problem_id", "sample_id", "compiled",
@@ -14,6 +16,6 @@ namespace kbv {
 // when two records share (problem_id, sample_id) the later one in input order is kept.
 // A missing runtime is -1.0, missing metadata/runtime_stats {}, missing compiled/correctness
 // false; a record without an integer problem_id and sample_id is left out.
-nlohmann::ordered_json kernelbench_eval_results(const std::vector<nlohmann::json>& records);
+nlohmann::ordered_json kernelbench_eval_results(const std::vector<Record>& records);
 
 }  // namespace kbv

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "record/record.h"
 #include "report/render.h"
-#include "supervisor/precision.h"
 
 namespace kbv {
 

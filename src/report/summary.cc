@@ -13,33 +13,8 @@
 namespace kbv {
 namespace {
 
-using nlohmann::json;
-
-int int_or(const json& j, const char* key, int fallback) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int>() : fallback;
-}
-
-std::string string_or(const json& j, const char* key, const std::string& fallback = {}) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-bool bool_or(const json& j, const char* key, bool fallback = false) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
-}
-
-const json& object_or_empty(const json& j, const char* key) {
-  static const json empty = json::object();
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : empty;
-}
-
-std::optional<double> positive(const json& j) {
-  if (!j.is_number()) return std::nullopt;
-  double v = j.get<double>();
-  if (!(v > 0) || !std::isfinite(v)) return std::nullopt;
+std::optional<double> positive(std::optional<double> v) {
+  if (!v || !(*v > 0) || !std::isfinite(*v)) return std::nullopt;
   return v;
 }
 
@@ -48,16 +23,21 @@ void add_unique(std::vector<std::string>& list, const std::string& item) {
 }
 
 // Standard and hidden gates of a record evaluated by kbv itself.
-void native_gates(const json& record, const json& protocol, SampleView& v) {
-  const std::string name = string_or(protocol, "name", "kbv");
+void native_gates(const Record& record, SampleView& v) {
+  const RecordProtocol& protocol = record.protocol;
+  const std::string name = protocol.name.value_or("kbv");
   if (name == "kernelbench") {  // upstream's check only: D1 at 1e-2, no hidden distributions
     v.standard = v.verdict == "correct";
     return;
   }
   v.hidden = v.verdict == "correct";
   std::vector<std::string> order;
-  if (auto it = protocol.find("distributions"); it != protocol.end() && it->is_array())
-    for (const auto& d : *it) order.push_back(d.is_object() ? string_or(d, "name") : std::string());
+  if (protocol.distributions)
+    for (const auto& d : *protocol.distributions) order.push_back(d.name);
+  else if (auto it = protocol.unknown.extra.find("distributions"); it != protocol.unknown.extra.end() && it->is_array())
+    for (const auto& d : *it)  // entries of another shape: their names, when they have one
+      order.push_back(d.is_object() && d.contains("name") && d["name"].is_string() ? d["name"].get<std::string>()
+                                                                                  : std::string());
   if (order.empty()) order = {"D1", "D2", "D3", "D4"};
   const long d1_per_trial = std::count(order.begin(), order.end(), std::string("D1"));
   if (d1_per_trial == 0) return;  // no standard distribution in this protocol: not run
@@ -70,15 +50,14 @@ void native_gates(const json& record, const json& protocol, SampleView& v) {
     v.standard = false;  // did not compile, rejected as a cheat, or a broken problem
     return;
   }
-  const json& dists =
-      record.contains("distributions") && record["distributions"].is_array() ? record["distributions"] : json::array();
+  const std::vector<TrialResult>& dists = record.distributions;
   long d1 = 0, d1_passed = 0;
   for (const auto& d : dists) {
-    if (!d.is_object() || string_or(d, "distribution") != "D1") continue;
+    if (d.distribution != "D1") continue;
     ++d1;
-    if (bool_or(d, "passed")) ++d1_passed;
+    if (d.passed.value_or(false)) ++d1_passed;
   }
-  const long expected = int_or(protocol, "trials", 5) * d1_per_trial;
+  const long expected = protocol.trials.value_or(5) * d1_per_trial;
   v.standard = d1 > 0 && d1 == d1_passed && d1 >= expected;
   // Every D1 check so far passed, and the evaluation stopped at a non-D1 distribution: the standard
   // check never finished. Counted as not passed, and shown.
@@ -86,65 +65,55 @@ void native_gates(const json& record, const json& protocol, SampleView& v) {
     v.standard_incomplete = order[dists.size() % order.size()] != "D1";
 }
 
-std::string verdict_from_flags(const json& record) {
-  if (bool_or(record, "correctness")) return "correct";
-  return bool_or(record, "compiled") ? "wrong_output" : "compile_error";
+std::string verdict_from_flags(const Record& record) {
+  if (record.correctness) return "correct";
+  return record.compiled ? "wrong_output" : "compile_error";
 }
 
 }  // namespace
 
-SampleView view_of(const json& record) {
+SampleView view_of(const Record& record) {
   SampleView v;
   v.present = true;
-  v.level = int_or(record, "level", 0);
-  v.problem_id = int_or(record, "problem_id", 0);
-  v.sample_id = int_or(record, "sample_id", 0);
-  if (std::string p = string_or(record, "problem"); !p.empty())
-    v.problem = std::filesystem::path(p).filename().string();
-  v.compiled = bool_or(record, "compiled");
-  v.verdict = string_or(record, "verdict");
+  v.level = record.level;
+  v.problem_id = record.problem_id;
+  v.sample_id = record.sample_id;
+  if (!record.problem.empty()) v.problem = std::filesystem::path(record.problem).filename().string();
+  v.compiled = record.compiled;
+  v.verdict = verdict_name(record.verdict);
   if (v.verdict.empty()) v.verdict = verdict_from_flags(record);
-  if (v.verdict != "correct") v.reason = string_or(record, "message");
+  if (v.verdict != "correct") v.reason = record.message;
 
-  if (auto it = record.find("findings"); it != record.end() && it->is_array())
-    for (const auto& f : *it) {
-      if (!f.is_object() || string_or(f, "severity") != "reject") continue;
-      std::string cheat = string_or(f, "cheat");
-      std::string rule = string_or(f, "rule", "unnamed rule");
-      add_unique(v.cheats, cheat.empty() ? rule : cheat + " " + rule);
-    }
-  if (auto it = record.find("distributions"); it != record.end() && it->is_array())
-    for (const auto& d : *it)
-      if (d.is_object() && d.contains("passed") && !bool_or(d, "passed", true))
-        add_unique(v.failed_distributions, string_or(d, "distribution", "?"));
+  for (const auto& f : record.findings) {
+    if (!f.rejects()) continue;
+    std::string rule = f.unknown.absent.count("rule") ? "unnamed rule" : f.rule;
+    add_unique(v.cheats, f.cheat.empty() ? rule : f.cheat + " " + rule);
+  }
+  for (const auto& d : record.distributions)
+    if (d.passed && !*d.passed)
+      add_unique(v.failed_distributions, d.unknown.absent.count("distribution") ? "?" : d.distribution);
 
-  const json& protocol = object_or_empty(record, "protocol");
-  const json& imported = object_or_empty(record, "kernelbench");
-  if (!imported.empty()) {  // an upstream entry brought in by `kbv import`
-    if (imported.contains("standard_correctness")) v.standard = bool_or(imported, "standard_correctness");
-    if (imported.contains("hidden_correctness")) v.hidden = bool_or(imported, "hidden_correctness");
-    if (auto it = imported.find("hidden_failed"); it != imported.end() && it->is_array())
-      for (const auto& d : *it)
-        if (d.is_string()) add_unique(v.failed_distributions, d.get<std::string>());
+  if (record.kernelbench) {  // an upstream entry brought in by `kbv import`
+    const Imported& imported = *record.kernelbench;
+    if (imported.standard_correctness) v.standard = *imported.standard_correctness;
+    if (imported.hidden_correctness) v.hidden = *imported.hidden_correctness;
+    for (const auto& d : imported.hidden_failed.value_or(std::vector<std::string>{})) add_unique(v.failed_distributions, d);
   } else {
-    native_gates(record, protocol, v);
+    native_gates(record, v);
   }
 
-  const json& timing = object_or_empty(record, "timing");
-  for (const auto& [baseline, x] : object_or_empty(timing, "speedup").items())
-    if (auto s = positive(x)) v.speedup[baseline] = *s;
-  if (auto it = timing.find("speed_of_light"); it != timing.end()) {
-    if (auto s = positive(*it)) v.speed_of_light = *s;
+  if (record.timing) {
+    for (const auto& [baseline, x] : record.timing->speedup.value_or(std::map<std::string, double>{}))
+      if (auto s = positive(x)) v.speedup[baseline] = *s;
+    if (auto s = positive(record.timing->speed_of_light)) v.speed_of_light = *s;
   }
-  if (auto it = record.find("runtime"); it != record.end()) {
-    if (auto r = positive(*it)) v.runtime_ms = *r;
-  }
-  const json& memory = object_or_empty(record, "memory");
-  if (bool_or(memory, "measured")) {
-    for (const auto& [baseline, x] : object_or_empty(memory, "ratio").items())
+  if (auto r = positive(record.runtime)) v.runtime_ms = *r;
+  const Memory memory = record.memory.value_or(Memory{});
+  if (memory.measured.value_or(false)) {
+    for (const auto& [baseline, x] : memory.ratio.value_or(std::map<std::string, double>{}))
       if (auto r = positive(x)) v.memory_ratio[baseline] = *r;
   } else {
-    v.memory_note = string_or(memory, "reason");
+    v.memory_note = memory.reason.value_or("");
   }
   return v;
 }
@@ -266,7 +235,7 @@ ScopeSummary scope_summary(const std::string& name, int level, const std::vector
 
 }  // namespace
 
-RunSummary summarize(const std::string& name, const std::vector<json>& records,
+RunSummary summarize(const std::string& name, const std::vector<Record>& records,
                      const std::vector<ProblemSlot>& problems, const std::string& baseline) {
   RunSummary run;
   run.name = name;
@@ -275,12 +244,11 @@ RunSummary summarize(const std::string& name, const std::vector<json>& records,
   std::map<std::tuple<int, int, int>, SampleView> by_slot;
   std::map<int, std::set<int>> sample_ids;  // level -> sample ids seen
   for (const auto& r : records) {
-    if (!r.is_object()) continue;
     SampleView v = view_of(r);
-    if (run.protocol.empty()) run.protocol = string_or(object_or_empty(r, "protocol"), "name");
+    if (run.protocol.empty()) run.protocol = r.protocol.name.value_or("");
     if (run.device.empty()) {
-      run.device = string_or(object_or_empty(r, "protocol"), "device_name");
-      if (run.device.empty()) run.device = string_or(object_or_empty(r, "metadata"), "hardware");
+      run.device = r.protocol.device_name.value_or("");
+      if (run.device.empty()) run.device = r.metadata.hardware.value_or("");
     }
     sample_ids[v.level].insert(v.sample_id);
     by_slot[{v.level, v.problem_id, v.sample_id}] = std::move(v);

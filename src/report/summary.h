@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"
 #include "report/metrics.h"
 
 namespace kbv {
@@ -47,7 +48,7 @@ struct SampleView {
 };
 
 // The view of one kbv record (or of an imported upstream entry stored as a record).
-SampleView view_of(const nlohmann::json& record);
+SampleView view_of(const Record& record);
 
 // Metrics of one correctness gate, per slot and best-of-n per problem.
 struct GateSummary {
@@ -104,7 +105,7 @@ struct RunSummary {
 
 // Scores `records` (one protocol's latest record per sample) over `problems`; when `problems` is
 // empty, over the problems that have a record (and a note says so).
-RunSummary summarize(const std::string& name, const std::vector<nlohmann::json>& records,
+RunSummary summarize(const std::string& name, const std::vector<Record>& records,
                      const std::vector<ProblemSlot>& problems, const std::string& baseline);
 
 // The k values reported for pass@k with s samples per problem: 1, 5, 10, 100 up to s, and s.

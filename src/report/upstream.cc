@@ -183,38 +183,46 @@ std::optional<BaselineTimes> read_baseline_file(const fs::path& path, const std:
   return b;
 }
 
-bool apply_baseline(json& record, const BaselineTimes& baseline) {
-  if (!record.is_object() || !record.contains("kernelbench")) return false;
-  auto it = baseline.entries.find({record.value("level", 0), record.value("problem_id", 0)});
+bool apply_baseline(Record& record, const BaselineTimes& baseline) {
+  if (!record.kernelbench) return false;
+  auto it = baseline.entries.find({record.level, record.problem_id});
   if (it == baseline.entries.end()) return false;
   const auto& e = it->second;
   bool changed = false;
-  if (!record.contains("problem") || !record["problem"].is_string() || record["problem"].get<std::string>().empty()) {
-    record["problem"] = e.problem;
+  if (record.problem.empty()) {
+    record.problem = e.problem;
+    record.unknown.absent.erase("problem");
+    record.unknown.extra.erase("problem");
     changed = true;
   }
-  if (auto runtime = positive_number(record, "runtime")) {
-    json& timing = record["timing"];
-    if (!timing.is_object()) timing = json::object();
-    if (!timing.contains("speedup") || !timing["speedup"].contains(baseline.name)) {
-      if (!timing.contains("method"))
-        timing["method"] = "kernelbench-import: upstream runtime (mean ms) against a baseline file's mean";
-      timing["candidate"]["mean_ms"] = *runtime;
-      timing["baselines"][baseline.name] = {{"mean_ms", e.mean_ms}, {"source", baseline.path.string()}};
-      timing["speedup"][baseline.name] = e.mean_ms / *runtime;
+  if (record.runtime > 0 && std::isfinite(record.runtime)) {
+    if (!record.timing) record.timing.emplace();
+    Timing& timing = *record.timing;
+    if (!timing.speedup || !timing.speedup->count(baseline.name)) {
+      if (!timing.method) timing.method = "kernelbench-import: upstream runtime (mean ms) against a baseline file's mean";
+      if (!timing.candidate) timing.candidate.emplace();
+      timing.candidate->mean_ms = record.runtime;
+      if (!timing.baselines || !timing.baselines->is_object()) timing.baselines = json::object();
+      (*timing.baselines)[baseline.name] = {{"mean_ms", e.mean_ms}, {"source", baseline.path.string()}};
+      if (!timing.speedup) timing.speedup.emplace();
+      (*timing.speedup)[baseline.name] = e.mean_ms / record.runtime;
       changed = true;
     }
   }
-  auto peak = positive_number(record["kernelbench"], "peak_memory");
+  std::optional<double> peak = record.kernelbench->peak_memory;
+  if (peak && (!(*peak > 0) || !std::isfinite(*peak))) peak.reset();
   if (peak && e.peak_bytes) {
-    json& memory = record["memory"];
-    if (!memory.is_object()) memory = json::object();
-    if (!memory.contains("ratio") || !memory["ratio"].contains(baseline.name)) {
-      memory["measured"] = true;
-      memory["method"] = "kernelbench-verified peak_memory (torch.cuda.max_memory_allocated)";
-      memory["candidate"]["peak_bytes"] = *peak;
-      memory["baselines"][baseline.name] = {{"peak_bytes", *e.peak_bytes}, {"source", baseline.path.string()}};
-      memory["ratio"][baseline.name] = *e.peak_bytes / *peak;
+    if (!record.memory) record.memory.emplace();
+    Memory& memory = *record.memory;
+    if (!memory.ratio || !memory.ratio->count(baseline.name)) {
+      memory.measured = true;
+      memory.method = "kernelbench-verified peak_memory (torch.cuda.max_memory_allocated)";
+      if (!memory.candidate) memory.candidate.emplace();
+      memory.candidate->peak_bytes = *peak;
+      if (!memory.baselines || !memory.baselines->is_object()) memory.baselines = json::object();
+      (*memory.baselines)[baseline.name] = {{"peak_bytes", *e.peak_bytes}, {"source", baseline.path.string()}};
+      if (!memory.ratio) memory.ratio.emplace();
+      (*memory.ratio)[baseline.name] = *e.peak_bytes / *peak;
       changed = true;
     }
   }
@@ -263,8 +271,11 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
     const bool compiled = bool_of(v, "compiled");
     const bool standard = bool_of(v, "correctness");
 
-    json kb = {{"format", out.format}, {"key", e.key}, {"standard_correctness", standard}};
-    if (auto pm = positive_number(v, "peak_memory")) kb["peak_memory"] = *pm;
+    Imported kb;
+    kb.format = out.format;
+    kb.key = e.key;
+    kb.standard_correctness = standard;
+    if (auto pm = positive_number(v, "peak_memory")) kb.peak_memory = *pm;
     std::string verdict, message;
     if (!compiled) {
       std::string err = upstream_error(metadata);
@@ -289,11 +300,11 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
       if (h != hidden_by_slot.end()) {
         const json& hv = *h->second;
         const bool hidden_ok = bool_of(hv, "correctness");
-        kb["hidden_correctness"] = hidden_ok;
+        kb.hidden_correctness = hidden_ok;
         json hmeta = hv.contains("metadata") && hv["metadata"].is_object() ? hv["metadata"] : json::object();
-        kb["hidden_metadata"] = hmeta;
+        kb.hidden_metadata = hmeta;
         auto failed = failed_configs(hmeta);
-        if (!failed.empty()) kb["hidden_failed"] = failed;
+        if (!failed.empty()) kb.hidden_failed = failed;
         if (verdict == "correct" && !hidden_ok) {
           std::string err = string_of(hmeta, "hidden_runtime_error");
           verdict = err.empty() ? "wrong_output" : "runtime_error";
@@ -308,7 +319,7 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
           message = "failed the standard run but passed the hidden distributions (upstream's hidden result decides)";
         }
       } else {
-        kb["hidden_correctness"] = false;
+        kb.hidden_correctness = false;
         if (compiled) ++missing_hidden;
         if (verdict == "correct") {
           verdict = "wrong_output";
@@ -323,31 +334,27 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
         run_dir / fmt::format("level_{}_problem_{}_sample_{}_kernel.py", level, e.problem_id, e.sample_id);
     std::error_code ec;
     bool have_kernel = fs::is_regular_file(kernel, ec);
-    json protocol = {{"name", kImportProtocol},
-                     {"format", out.format},
-                     {"source", eval_file.string()},
-                     {"hidden_source", hidden_file ? json(hidden_file->string()) : json(nullptr)},
-                     {"device_name", string_of(metadata, "hardware")}};
-    json record = {{"level", level},
-                   {"problem_id", e.problem_id},
-                   {"sample_id", e.sample_id},
-                   {"problem", ""},
-                   {"solution", have_kernel ? kernel.string() : ""},
-                   {"compiled", compiled},
-                   {"correctness", correct},
-                   {"verdict", verdict},
-                   {"message", message},
-                   {"findings", json::array()},
-                   {"distributions", json::array()},
-                   {"metadata", metadata},
-                   {"runtime", v.contains("runtime") && v["runtime"].is_number() ? v["runtime"] : json(-1.0)},
-                   {"runtime_stats", v.contains("runtime_stats") && v["runtime_stats"].is_object() ? v["runtime_stats"]
-                                                                                                   : json::object()},
-                   {"protocol", protocol},
-                   {"kernelbench", kb}};
+    Record record;
+    record.protocol.name = kImportProtocol;
+    record.protocol.device_name = string_of(metadata, "hardware");
+    record.protocol.unknown.extra = {{"format", out.format},
+                                     {"source", eval_file.string()},
+                                     {"hidden_source", hidden_file ? json(hidden_file->string()) : json(nullptr)}};
+    record.level = level;
+    record.problem_id = e.problem_id;
+    record.sample_id = e.sample_id;
+    record.solution = have_kernel ? kernel.string() : "";
+    record.compiled = compiled;
+    record.correctness = correct;
+    record.verdict = parse_verdict(verdict).value_or(Verdict::pending);
+    record.message = message;
+    record.metadata = metadata_from_json(metadata);
+    if (v.contains("runtime") && v["runtime"].is_number()) record.runtime = v["runtime"].get<double>();
+    if (v.contains("runtime_stats") && v["runtime_stats"].is_object()) record.runtime_stats = v["runtime_stats"];
+    record.kernelbench = kb;
     if (have_kernel) {
       FileText t = read_file(kernel);
-      if (t.ok) record["solution_hash"] = sha256_hex(t.text);
+      if (t.ok) record.solution_hash = sha256_hex(t.text);
     }
     out.records.push_back(std::move(record));
   }
@@ -396,17 +403,15 @@ std::optional<int> infer_run_level(const fs::path& run_dir) {
   return std::nullopt;
 }
 
-nlohmann::ordered_json verified_eval_results(const std::vector<json>& records, bool hidden) {
-  std::map<std::pair<int, int>, const json*> ordered;
+nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records, bool hidden) {
+  std::map<std::pair<int, int>, const Record*> ordered;
   for (const auto& r : records) {
-    if (!r.is_object() || !r.contains("problem_id") || !r["problem_id"].is_number_integer() ||
-        !r.contains("sample_id") || !r["sample_id"].is_number_integer())
-      continue;
-    ordered[{r["problem_id"].get<int>(), r["sample_id"].get<int>()}] = &r;
+    if (r.unknown.absent.count("problem_id") || r.unknown.absent.count("sample_id")) continue;
+    ordered[{r.problem_id, r.sample_id}] = &r;
   }
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& [key, rp] : ordered) {
-    const json& r = *rp;
+    const Record& r = *rp;
     SampleView v = view_of(r);
     const std::optional<bool> gate = hidden ? v.hidden : v.standard;
     if (!gate) continue;  // this record never ran that check
@@ -414,22 +419,22 @@ nlohmann::ordered_json verified_eval_results(const std::vector<json>& records, b
     e["sample_id"] = key.second;
     e["compiled"] = v.compiled;
     e["correctness"] = *gate;
-    nlohmann::ordered_json metadata = r.contains("metadata") && r["metadata"].is_object()
-                                          ? nlohmann::ordered_json(r["metadata"])
-                                          : nlohmann::ordered_json::object();
+    nlohmann::ordered_json metadata = r.unknown.absent.count("metadata") ? nlohmann::ordered_json::object()
+                                                                         : nlohmann::ordered_json(to_json(r.metadata));
     if (hidden) metadata["hidden_failed_configs"] = v.failed_distributions;
     e["metadata"] = metadata;
-    e["runtime"] = r.contains("runtime") && r["runtime"].is_number() ? r["runtime"].get<double>() : -1.0;
-    e["runtime_stats"] = r.contains("runtime_stats") && r["runtime_stats"].is_object()
-                             ? nlohmann::ordered_json(r["runtime_stats"])
-                             : nlohmann::ordered_json::object();
+    e["runtime"] = r.runtime;
+    e["runtime_stats"] = r.unknown.absent.count("runtime_stats") ? nlohmann::ordered_json::object()
+                                                                 : nlohmann::ordered_json(r.runtime_stats);
     // Peak memory: kbv's measurement, else what an import carried.
+    auto positive = [](std::optional<double> x) -> std::optional<double> {
+      if (!x || !(*x > 0) || !std::isfinite(*x)) return std::nullopt;
+      return x;
+    };
     std::optional<double> peak;
-    if (r.contains("memory") && r["memory"].is_object() && r["memory"].value("measured", false) &&
-        r["memory"].contains("candidate") && r["memory"]["candidate"].is_object())
-      peak = positive_number(r["memory"]["candidate"], "peak_bytes");
-    if (!peak && r.contains("kernelbench") && r["kernelbench"].is_object())
-      peak = positive_number(r["kernelbench"], "peak_memory");
+    if (r.memory && r.memory->measured.value_or(false) && r.memory->candidate)
+      peak = positive(r.memory->candidate->peak_bytes);
+    if (!peak && r.kernelbench) peak = positive(r.kernelbench->peak_memory);
     if (peak) e["peak_memory"] = *peak;
     out[fmt::format("{}_{}", key.first, key.second)] = std::move(e);
   }

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"
+
 namespace kbv {
 
 // The protocol name of records made from upstream files.
@@ -47,10 +49,10 @@ std::optional<BaselineTimes> read_baseline_file(const std::filesystem::path& pat
 // For a record made from an upstream entry: adds timing.speedup.<name> (baseline mean / runtime)
 // and, when both sides carry peak_memory, memory.ratio.<name>; fills "problem" from the baseline's
 // file name. Leaves kbv's own records alone. Returns true when something was added.
-bool apply_baseline(nlohmann::json& record, const BaselineTimes& baseline);
+bool apply_baseline(Record& record, const BaselineTimes& baseline);
 
 struct UpstreamRead {
-  std::vector<nlohmann::json> records;
+  std::vector<Record> records;
   std::vector<std::string> warnings;
   std::string error;   // the file itself is unusable
   std::string format;  // "kernelbench" | "kernelbench-verified"
@@ -81,6 +83,6 @@ std::optional<int> infer_run_level(const std::filesystem::path& run_dir);
 // numeric order. `hidden`: correctness under every distribution (only records that ran them),
 // with metadata "hidden_failed_configs" listing the failed distributions; otherwise correctness
 // under the standard check.
-nlohmann::ordered_json verified_eval_results(const std::vector<nlohmann::json>& records, bool hidden);
+nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records, bool hidden);
 
 }  // namespace kbv

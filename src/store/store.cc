@@ -274,12 +274,11 @@ bool Store::has(const RecordKey& key) {
   return sqlite3_step(stmt) == SQLITE_ROW;
 }
 
-std::string Store::put(const RecordKey& key, const nlohmann::json& record) {
+std::string Store::put(const RecordKey& key, const Record& record) {
   const std::string where = impl_->path.string() + ": cannot store result: ";
   if (impl_->read_only) return where + "the store was opened read-only";
-  if (!record.is_object()) return where + "the record is not a JSON object";
   // Invalid UTF-8 in a string is replaced rather than thrown.
-  const std::string text = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = to_json(record).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
   sqlite3_stmt* stmt = impl_->put.get();
   StmtUse use(stmt);
@@ -291,8 +290,8 @@ std::string Store::put(const RecordKey& key, const nlohmann::json& record) {
   return {};
 }
 
-std::vector<nlohmann::json> Store::latest(const std::string& protocol_hash) {
-  std::vector<nlohmann::json> out;
+std::vector<Record> Store::latest(const std::string& protocol_hash) {
+  std::vector<Record> out;
   sqlite3_stmt* stmt =
       protocol_hash.empty() ? impl_->latest_all.get() : impl_->latest_protocol.get();
   StmtUse use(stmt);
@@ -311,13 +310,13 @@ std::vector<nlohmann::json> Store::latest(const std::string& protocol_hash) {
     if (!text) continue;
     const int size = sqlite3_column_bytes(stmt, 3);
     // A corrupt record is skipped; the next-newest row of the same sample may stand instead.
-    nlohmann::json record = nlohmann::json::parse(text, text + size, nullptr, false);
-    if (record.is_discarded() || !record.is_object()) continue;
+    RecordRead record = record_from_json(nlohmann::json::parse(text, text + size, nullptr, false));
+    if (!record.ok()) continue;
     have_group = true;
     level = l;
     problem_id = p;
     sample_id = s;
-    out.push_back(std::move(record));
+    out.push_back(std::move(record.record));
   }
   return out;
 }
@@ -340,8 +339,9 @@ std::vector<StoredRow> Store::rows() {
     row.key.protocol_hash = text_of(4);
     row.created_at = sqlite3_column_double(stmt.get(), 5);
     const std::string text = text_of(6);
-    row.record = nlohmann::json::parse(text, nullptr, false);
-    if (row.record.is_discarded() || !row.record.is_object()) continue;  // a corrupt row is skipped
+    RecordRead read = record_from_json(nlohmann::json::parse(text, nullptr, false));
+    if (!read.ok()) continue;  // a corrupt row is skipped
+    row.record = std::move(read.record);
     out.push_back(std::move(row));
   }
   return out;

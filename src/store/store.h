@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"
+
 namespace kbv {
 
 struct RecordKey {
@@ -28,7 +30,7 @@ struct RecordKey {
 struct StoredRow {
   RecordKey key;
   double created_at = 0;  // unix seconds
-  nlohmann::json record;
+  Record record;
 };
 
 class Store {
@@ -49,11 +51,11 @@ class Store {
   bool has(const RecordKey& key);
   // Inserts or replaces the record (a JSON object) for this key (one committed transaction).
   // Returns "" or an error.
-  std::string put(const RecordKey& key, const nlohmann::json& record);  // read_only: an error
+  std::string put(const RecordKey& key, const Record& record);  // read_only: an error
   // The newest record per (level, problem_id, sample_id) among those with this protocol hash
   // (all protocols when empty), ordered by level, problem id, sample id. Newest is by created_at,
   // then insertion order. A row whose record does not parse is skipped.
-  std::vector<nlohmann::json> latest(const std::string& protocol_hash = {});
+  std::vector<Record> latest(const std::string& protocol_hash = {});
   // Every row whose record parses, every protocol, ordered by level, problem id, sample id, then
   // newest first (created_at, then insertion order). For reports that choose among protocols.
   std::vector<StoredRow> rows();

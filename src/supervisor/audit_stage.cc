@@ -4,13 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "util/clock.h"
+
 #include "check/runtime_audit.h"
 
 namespace kbv {
 using nlohmann::json;
 
 namespace {
-std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
 
 // The audit holds a few more copies of inputs and outputs than a trial: running out of device
 // memory there says nothing about the candidate.
@@ -102,7 +103,8 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   json compute_obs = observed.value("compute", json::object());
   if (compute_obs.value("method", "") == "cpu-sampling") out.compute = cpu_compute(compute_obs);
   else if (device != "cuda") out.compute = cpu_compute(compute_obs);  // not_measured, with its reason
-  out.findings = runtime_findings(observed, reference_aliases, stale_check, out.compute);
+  for (const auto& f : runtime_findings(observed, reference_aliases, stale_check, out.compute))
+    out.findings.push_back(Finding::from_json(f));
 
   out.details["threads"] = observed.value("threads", json::array());
   out.details["aliases"] = observed.value("aliases", json::array());

@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "record/finding.h"
 
 #include "supervisor/run.h"
 #include "supervisor/session.h"
@@ -14,7 +17,7 @@
 namespace kbv {
 
 struct AuditOutcome {
-  nlohmann::json findings = nlohmann::json::array();  // runtime findings (record findings[])
+  std::vector<Finding> findings;                      // runtime findings (record findings[])
   nlohmann::json compute;                             // the record's `compute`; null: not this stage's
   nlohmann::json details = nlohmann::json::object();  // the record's `audit`: observations, cost
   std::optional<Reply> candidate_failure;             // the candidate failed an audit call

@@ -160,11 +160,11 @@ int baseline_command(const BaselineCommandOptions& o) {
       if (text.ok && !load_baseline(eval, baseline_key(text.text, eval, *env, mode))) todo.push_back(mode);
     std::string line, problem_error = text.ok ? "" : text.error;
     msg::LoadProblemReply load_reply;
-    json failure;
+    FailureKind failure;
     WorkerProcess* ref = nullptr;
     if (problem_error.empty() && !todo.empty()) {
       ref = reference.get(p.path, eval, load_reply, failure);
-      if (!ref) problem_error = failure.value("message", "the problem does not load");
+      if (!ref) problem_error = failure.message;
     }
     if (ref && !draw_timing_inputs(*ref, eval, error)) {
       problem_error = error;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "util/clock.h"
+
 #include "measure/compute.h"
 #include "measure/memory.h"
 
@@ -12,8 +14,6 @@ namespace kbv {
 using nlohmann::json;
 
 namespace {
-
-std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
 
 std::string why(const Reply& r) {
   if (r.status == Reply::Status::failed) return msg::failure_of(r.body).message;
@@ -24,21 +24,22 @@ json not_measured(const std::string& reason) { return json{{"measured", false}, 
 
 }  // namespace
 
-json merge_compute(json& record, const json& compute, bool upstream) {
-  if (!compute.is_object()) return nullptr;
+std::optional<Finding> merge_compute(Record& record, const json& compute, bool upstream) {
+  if (!compute.is_object()) return std::nullopt;
   bool ours_measured = compute.value("method", "") == "cupti";
-  if (ours_measured || !record.contains("compute")) record["compute"] = compute;
-  if (!ours_measured) return nullptr;
-  json finding = compute::no_custom_compute_finding(compute);
-  if (upstream && finding.is_object()) {
-    finding["severity"] = "warn";
-    finding["message"] = finding.value("message", "") + " (a warning: --protocol kernelbench reproduces upstream, "
-                                                         "which has no runtime audits)";
+  if (ours_measured || !record.compute) record.compute = compute;
+  if (!ours_measured) return std::nullopt;
+  json found = compute::no_custom_compute_finding(compute);
+  if (!found.is_object()) return std::nullopt;
+  Finding finding = Finding::from_json(found);
+  if (upstream) {
+    finding.severity = "warn";
+    finding.message += " (a warning: --protocol kernelbench reproduces upstream, which has no runtime audits)";
   }
   return finding;
 }
 
-void measure_phase(json& record, WorkerProcess& cand, WorkerProcess& ref, const EvalOptions& options, uint64_t seed) {
+void measure_phase(Record& record, WorkerProcess& cand, WorkerProcess& ref, const EvalOptions& options, uint64_t seed) {
   auto t0 = std::chrono::steady_clock::now();
   const Timeouts& t = options.timeouts;
   const double calls = kMemoryRepeats + 1;
@@ -62,8 +63,8 @@ void measure_phase(json& record, WorkerProcess& cand, WorkerProcess& ref, const 
     } else {
       candidate = measured->memory;
       if (measured->compute) {
-        json finding = merge_compute(record, *measured->compute, options.protocol.name == "kernelbench");
-        if (!finding.is_null()) record["findings"].push_back(finding);
+        if (auto finding = merge_compute(record, *measured->compute, options.protocol.name == "kernelbench"))
+          record.findings.push_back(*finding);
       }
     }
     cand.call(msg::to_json(msg::ReleaseRequest{}), ms(t.call_s));
@@ -83,10 +84,10 @@ void measure_phase(json& record, WorkerProcess& cand, WorkerProcess& ref, const 
                               : not_measured(fmt::format("the {} baseline's measured calls failed: {}", baseline, why(b)));
   }
   memory::MemoryVerdict v = memory::memory_verdict(candidate, baselines);
-  record["memory"] = v.memory;
-  for (auto& f : v.findings) record["findings"].push_back(f);
-  record["seconds"] = record.value("seconds", 0.0) +
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  record.memory = memory_from_json(v.memory);
+  for (const auto& f : v.findings) record.findings.push_back(Finding::from_json(f));
+  record.seconds = record.seconds.value_or(0.0) +
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace kbv

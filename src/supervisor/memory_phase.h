@@ -4,6 +4,7 @@
 // their findings (non_torch_allocation, memory_leak: warn; no_custom_compute: reject, T11).
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -16,13 +17,13 @@ inline constexpr int kMemoryRepeats = 3;  // measured calls per side (growth per
 // `seed`: the draw the candidate and the baselines compute on (never one of the checked draws'
 // secrets reused: any fresh seed does). Failures leave `memory.measured` false with the reason;
 // they never change a verdict, except that a rejecting finding (no_custom_compute) is added.
-void measure_phase(nlohmann::json& record, WorkerProcess& candidate, WorkerProcess& reference,
+void measure_phase(Record& record, WorkerProcess& candidate, WorkerProcess& reference,
                    const EvalOptions& options, uint64_t seed);
 
 // Merges a worker's `compute` into the record: a measured GPU attribution ("cupti") wins over
 // any other; otherwise an existing `compute` (the CPU audit's) is kept. Returns the finding to
-// add (no_custom_compute) or null. `upstream` (--protocol kernelbench, which has no runtime
+// add (no_custom_compute), if any. `upstream` (--protocol kernelbench, which has no runtime
 // audits): the finding only warns.
-nlohmann::json merge_compute(nlohmann::json& record, const nlohmann::json& compute, bool upstream = false);
+std::optional<Finding> merge_compute(Record& record, const nlohmann::json& compute, bool upstream = false);
 
 }  // namespace kbv

@@ -111,12 +111,4 @@ void merge_reference_error(json& worst, const json& draw, const std::string& dis
   }
 }
 
-std::string record_precision(const json& record) {
-  if (record.contains("precision") && record["precision"].is_string()) return record["precision"];
-  if (record.contains("protocol") && record["protocol"].is_object() && record["protocol"].contains("precision") &&
-      record["protocol"]["precision"].is_string())
-    return record["protocol"]["precision"];
-  return "fp32";
-}
-
 }  // namespace kbv

@@ -10,11 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"  // kPrecisions
 #include "supervisor/verdict.h"
 
 namespace kbv {
-
-inline constexpr const char* kPrecisions[] = {"fp32", "bf16", "fp16"};
 
 bool valid_precision(const std::string& precision);
 
@@ -40,8 +39,5 @@ std::optional<std::string> dtype_fallback_message(const std::string& error, cons
 // worst seen so far per output (`worst`: a JSON array, null at first).
 void merge_reference_error(nlohmann::json& worst, const nlohmann::json& draw, const std::string& distribution);
 
-// The precision of a stored record: its "precision", else its protocol's, else "fp32" (records
-// written before precision modes existed).
-std::string record_precision(const nlohmann::json& record);
 
 }  // namespace kbv

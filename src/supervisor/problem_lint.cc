@@ -268,11 +268,11 @@ json lint_one(const Target& t, const ProblemLintOptions& opt, ReferenceHost& hos
     uint64_t a = seeds.next(), b = seeds.next();
     ProblemDraw draw{d, json(), ""};
     msg::LoadProblemReply load;
-    json failure;
+    FailureKind failure;
     WorkerProcess* w = host.get(t.path, opt.eval, load, failure);
     if (!w) {
       draw.distribution = Distribution{"", 1.0};  // loading does not depend on the distribution
-      draw.failure = failure.value("message", "the problem does not load");
+      draw.failure = failure.message;
       draws.push_back(draw);
       break;
     }

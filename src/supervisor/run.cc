@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include "util/clock.h"
+
 #include "build/diagnostics.h"
 #include "report/kernelbench.h"
 #include "store/store.h"
@@ -36,9 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::chrono::milliseconds ms(double seconds) {
-  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-}
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -48,70 +47,23 @@ std::map<std::string, std::string> device_env(const EvalOptions& options) {
   return env;
 }
 
-// A failed Reply as {"kind", "message"}; `fallback_kind` when the worker said nothing itself.
-json reply_failure(const Reply& r, const std::string& fallback_kind) {
-  switch (r.status) {
-    case Reply::Status::ok:
-      return json{{"kind", ""}, {"message", ""}};
-    case Reply::Status::failed: {
-      msg::Failure m = msg::failure_of(r.body);
-      json f = {{"kind", m.kind.empty() ? fallback_kind : m.kind}, {"message", m.message}};
-      if (!m.traceback.empty()) f["traceback"] = m.traceback;
-      return f;
-    }
-    case Reply::Status::timeout:
-      return json{{"kind", "timeout"}, {"message", r.detail}};
-    case Reply::Status::died:
-      return json{{"kind", "crashed"}, {"message", r.detail}};
-    case Reply::Status::channel_error:
-      return json{{"kind", interrupted() ? "interrupted" : "crashed"}, {"message", r.detail}};
-  }
-  return json{{"kind", fallback_kind}, {"message", r.detail}};
-}
-
-json base_record(const Pair& pair, const EvalOptions& options, const Environment& env) {
-  json protocol = options.protocol.to_json();
-  protocol["torch_version"] = env.torch_version;
-  protocol["python_version"] = env.python_version;
-  protocol["device_name"] = env.device_name;
-  protocol["kbv_version"] = KBV_VERSION;
-  return json{{"level", pair.level},
-              {"problem_id", pair.problem_id},
-              {"sample_id", pair.sample_id},
-              {"precision", options.protocol.precision},
-              {"problem", pair.problem_path.string()},
-              {"solution", pair.solution_path.string()},
-              {"compiled", false},
-              {"correctness", false},
-              {"verdict", ""},
-              {"message", ""},
-              {"findings", json::array()},
-              {"distributions", json::array()},
-              {"metadata",
-               {{"hardware", env.device_name}, {"device", env.device == "cuda" ? "cuda:0" : "cpu"}}},
-              {"runtime", -1.0},
-              {"runtime_stats", json::object()},
-              {"sandbox", {{"mode", sandbox::mode_name(options.worker.sandbox)}}},  // the candidate's, once it starts
-              {"protocol", protocol}};
-}
-
-void set_verdict(json& record, const std::string& verdict, const std::string& message) {
-  record["verdict"] = verdict;
-  record["message"] = message;
-  record["correctness"] = verdict == "correct";
-}
-
-// Findings with severity "reject" (static ones only when the policy is strict; runtime ones always).
-bool has_reject(const json& record) {
-  for (const auto& f : record["findings"])
-    if (f.value("severity", "") == "reject") return true;
-  return false;
-}
-
-const json& first_reject(const json& record) {
-  for (const auto& f : record["findings"])
-    if (f.value("severity", "") == "reject") return f;
-  return record["findings"].at(0);
+Record base_record(const Pair& pair, const EvalOptions& options, const Environment& env) {
+  Record r;
+  r.level = pair.level;
+  r.problem_id = pair.problem_id;
+  r.sample_id = pair.sample_id;
+  r.precision = options.protocol.precision;
+  r.problem = pair.problem_path.string();
+  r.solution = pair.solution_path.string();
+  r.metadata.hardware = env.device_name;
+  r.metadata.device = env.device == "cuda" ? "cuda:0" : "cpu";
+  r.protocol = protocol_from_json(options.protocol.to_json());
+  r.protocol.torch_version = env.torch_version;
+  r.protocol.python_version = env.python_version;
+  r.protocol.device_name = env.device_name;
+  r.protocol.kbv_version = KBV_VERSION;
+  r.sandbox = json{{"mode", sandbox::mode_name(options.worker.sandbox)}};  // the candidate's, once it starts
+  return r;
 }
 
 std::string python_path(const fs::path& p) {
@@ -173,10 +125,10 @@ void ReferenceHost::adopt(std::unique_ptr<WorkerProcess> idle) {
 }
 
 WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& options, msg::LoadProblemReply& load_reply,
-                                  json& failure) {
+                                  FailureKind& failure) {
   FileText text = read_file(problem);
   if (!text.ok) {
-    failure = {{"kind", "problem_error"}, {"message", text.error}};
+    failure = {"problem_error", text.error};
     return nullptr;
   }
   std::string key = sha256_hex_parts({python_path(problem), text.text, options.device, options.protocol.precision});
@@ -189,7 +141,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   std::string error;
   if (!worker_) worker_ = WorkerProcess::start("reference", options.worker, device_env(options), error);
   if (!worker_) {
-    failure = {{"kind", "problem_error"}, {"message", "cannot start the reference worker: " + error}};
+    failure = {"problem_error", "cannot start the reference worker: " + error};
     return nullptr;
   }
   msg::LoadRequest load;
@@ -201,11 +153,11 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   Reply r = worker_->call(msg::to_json(load), ms(options.timeouts.load_s));
   std::optional<msg::LoadProblemReply> loaded = reply_as<msg::LoadProblemReply>(r);
   if (!loaded) {
-    failure = reply_failure(r, "problem_error");
-    std::string kind = failure["kind"];
-    if (kind != "interrupted") failure["kind"] = "problem_error";
+    failure = classify(worker_failure(r), "problem_error");
+    std::string kind = failure.kind;
+    if (kind != "interrupted") failure.kind = "problem_error";
     if (kind == "timeout" || kind == "crashed")
-      failure["message"] = fmt::format("{}: loading the problem: {}", problem.string(), r.detail);
+      failure.message = fmt::format("{}: loading the problem: {}", problem.string(), r.detail);
     reset();
     return nullptr;
   }
@@ -266,10 +218,12 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
   if (reply_as<msg::BuildReply>(r)) {
     b.ok = true;
   } else {
-    json f = reply_failure(r, "compile_error");
-    b.kind = f["kind"];
-    b.message = f["message"];
-    std::string log = f.value("traceback", "") + "\n" + b.message;
+    WorkerFailure wf = worker_failure(r);
+    FailureKind f = classify(wf, "compile_error");
+    b.kind = f.kind;
+    b.message = f.message;
+    const bool traceback = wf.status == WorkerFailure::Status::failed && wf.traceback;
+    std::string log = (traceback ? *wf.traceback : "") + "\n" + b.message;
     auto diags = parse_compiler_errors(log);
     for (const auto& d : diags)
       b.diagnostics.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
@@ -277,8 +231,8 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
     if (!diags.empty() && b.kind == "compile_error")
       b.message = fmt::format("{}: the extension does not compile:\n{}", solution_path.string(),
                               format_diagnostics(diags));
-    else if (b.kind == "compile_error" && f.contains("traceback")) {
-      PythonError pe = parse_python_traceback(f["traceback"].get<std::string>(), python_path(solution_path));
+    else if (b.kind == "compile_error" && traceback) {
+      PythonError pe = parse_python_traceback(*wf.traceback, python_path(solution_path));
       if (pe.line > 0)
         b.message = fmt::format("{}:{}: {}", pe.file, pe.line, pe.exception.empty() ? b.message : pe.exception);
     }
@@ -338,67 +292,60 @@ BuildQueue::~BuildQueue() {
 BuildResult BuildQueue::get(size_t i) { return futures_.at(i).get(); }
 
 // ---------------------------------------------------------------------------------------------
-json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
-                   ReferenceHost& reference, const BuildResult* prebuilt) {
+Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
+                     ReferenceHost& reference, const BuildResult* prebuilt) {
   auto t0 = Clock::now();
-  json record = base_record(pair, options, env);
+  Record record = base_record(pair, options, env);
   // Wall seconds of each phase reached (where an evaluation's time goes); they add up to "seconds".
   auto t_phase = t0;
   auto phase_done = [&](const char* name) {
     auto now = Clock::now();
-    record["phase_seconds"][name] = std::chrono::duration<double>(now - t_phase).count();
+    if (!record.phase_seconds) record.phase_seconds.emplace();
+    (*record.phase_seconds)[name] = std::chrono::duration<double>(now - t_phase).count();
     t_phase = now;
   };
   SolutionSource solution = load_solution(pair.solution_path);
   if (!solution.ok) {
-    set_verdict(record, "compile_error", solution.error);
-    record["metadata"]["compilation_error"] = solution.error;
+    fail_build(record, "compile_error", solution.error);
     return record;
   }
-  record["solution_hash"] = sha256_hex(solution.code);
-  record["source_origin"] = solution.origin;
+  record.solution_hash = sha256_hex(solution.code);
+  record.source_origin = solution.origin;
 
   // 0. Static analysis: under the strict policy a rejecting finding ends it before any build.
   LintReport lint =
       lint_candidate(solution, pair.solution_path, options.protocol.policy, options.protocol.precision);
-  record["findings"] = lint.findings_json();
+  record.findings = lint.findings;
   phase_done("lint");
   if (lint.rejected()) {
-    set_verdict(record, "rejected", lint.rejection_message());
-    record["metadata"]["correctness_issue"] = record["message"];
-    record["seconds"] = since(t0);
+    set_verdict(record, Verdict::rejected, lint.rejection_message());
+    record.metadata.correctness_issue = record.message;
+    record.seconds = since(t0);
     return record;
   }
 
   // 1. Build, in its own process, into the content-addressed cache.
   BuildResult built = prebuilt ? *prebuilt : build_candidate(solution, pair.solution_path, options, env);
-  record["build"] = {{"seconds", built.seconds}, {"cached", built.cached}};
+  record.build.emplace();
+  record.build->seconds = built.seconds;
+  record.build->cached = built.cached;
   phase_done("build");
   if (!built.ok && built.kind != "missing_model_new") {
-    if (built.kind == "interrupted") {
-      set_verdict(record, "interrupted", built.message);
-      return record;
-    }
-    std::string verdict = built.kind == "timeout" ? "timeout" : built.kind == "crashed" ? "crashed" : "compile_error";
-    set_verdict(record, verdict, built.message);
-    record["metadata"]["compilation_error"] = built.message;
-    if (!built.diagnostics.empty()) record["build"]["diagnostics"] = built.diagnostics;
-    if (built.kind == "needs_cuda") record["metadata"]["needs_cuda"] = true;
+    fail_build(record, built.kind, built.message);
+    if (built.kind != "interrupted" && !built.diagnostics.empty()) record.build->diagnostics = built.diagnostics;
     return record;
   }
-  record["compiled"] = true;
+  record.compiled = true;
 
   // 2. The reference worker, loaded with the problem.
   msg::LoadProblemReply load_reply;
-  json failure;
+  FailureKind failure;
   WorkerProcess* ref = reference.get(pair.problem_path, options, load_reply, failure);
   if (!ref) {
-    set_verdict(record, failure.value("kind", "") == "interrupted" ? "interrupted" : "problem_error",
-                failure.value("message", ""));
-    record["metadata"]["problem_error"] = failure.value("message", "");
+    fail_problem(record, failure.kind == "interrupted", failure.message);
     return record;
   }
-  if (!load_reply.overrides.empty()) record["problem_overrides"] = load_reply.overrides;
+  if (!load_reply.overrides.empty()) record.problem_overrides = load_reply.overrides;
 
   // 3. The candidate worker, in its own process, with the extension cache of its build.
   std::string error;
@@ -406,28 +353,12 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
   auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error, {pair.solution_path, ref});
   if (!cand) {
-    set_verdict(record, "runtime_error", "cannot start the candidate worker: " + error);
+    set_verdict(record, Verdict::runtime_error, "cannot start the candidate worker: " + error);
     return record;
   }
-  record["sandbox"] = cand->sandbox_record();
+  record.sandbox = cand->sandbox_record();
   auto fail_from = [&](const Reply& r, const std::string& context) {
-    json f = reply_failure(r, "runtime_error");
-    std::string kind = f["kind"];
-    std::string message = f["message"];
-    // The candidate worker's own kinds (missing ModelNew, a failed import, a bad message) are
-    // runtime errors of the candidate; a lost CUDA context is a crash.
-    std::string verdict = kind;
-    if (kind != "timeout" && kind != "crashed" && kind != "interrupted" && kind != "rejected") verdict = "runtime_error";
-    if (verdict == "runtime_error" && is_sticky_cuda_error(message)) {
-      verdict = "crashed";
-      message += " (the CUDA context is lost; this worker is discarded and the next candidate gets a fresh one)";
-    }
-    set_verdict(record, verdict, context.empty() ? message : context + ": " + message);
-    if (verdict == "runtime_error" || verdict == "crashed") record["metadata"]["runtime_error"] = record["message"];
-    if (f.contains("traceback")) record["traceback"] = f["traceback"];
-    if (verdict == "rejected")
-      record["findings"].push_back({{"rule", "plain_output"}, {"severity", "reject"}, {"message", message},
-                                    {"evidence", "output type seen by the candidate worker"}, {"cheat", "T3"}});
+    fail_candidate(record, worker_failure(r), context);
   };
   // The load runs the extension's up-to-date check, which takes torch's lock file: under the
   // folder's kbv lock, a leftover one is removed first (build_candidate).
@@ -447,8 +378,8 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
   phase_done("load");
   if (r.status != Reply::Status::ok) {
     fail_from(r, "");
-    if (record["verdict"] == "timeout") record["message"] = "constructing ModelNew: " + r.detail;
-    record["seconds"] = since(t0);
+    if (record.verdict == Verdict::timeout) record.message = "constructing ModelNew: " + r.detail;
+    record.seconds = since(t0);
     return record;
   }
 
@@ -460,7 +391,7 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
     if (auto ks = reply_as<msg::KernelbenchSeedsReply>(s)) trial_seeds = ks->seeds;
   }
   SeedSource seeds(p.seed);
-  json dists = json::array();
+  std::vector<TrialResult> dists;
   json reference_error;  // below fp32: the worst error of the reference itself, per output
   int passed = 0, total = 0;
   std::string first_failure;
@@ -469,8 +400,11 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
     for (const auto& d : p.distributions) {
       uint64_t seed = p.name == "kernelbench" && trial < static_cast<int>(trial_seeds.size()) ? trial_seeds[trial]
                                                                                             : seeds.next();
-      json entry = {{"trial", trial}, {"distribution", d.name}, {"scale", d.scale}};
-      if (p.seed || p.name == "kernelbench") entry["seed"] = seed;
+      TrialResult entry;
+      entry.trial = trial;
+      entry.distribution = d.name;
+      entry.scale = d.scale;
+      if (p.seed || p.name == "kernelbench") entry.seed = seed;
       msg::InputsRequest inputs;
       inputs.seed = seed;
       inputs.scale = d.scale;
@@ -481,18 +415,16 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
       Reply in = ref->call(msg::to_json(inputs), ms(options.timeouts.reference_s));
       std::optional<msg::InputsReply> drawn = reply_as<msg::InputsReply>(in);
       if (!drawn) {
-        json f = reply_failure(in, "problem_error");
+        FailureKind f = classify(worker_failure(in), "problem_error");
         std::string msg = fmt::format("{}: the reference failed on trial {} {} (x{}): {}",
-                                      pair.problem_path.string(), trial, d.name, d.scale,
-                                      f.value("message", ""));
-        set_verdict(record, f["kind"] == "interrupted" ? "interrupted" : "problem_error", msg);
-        record["metadata"]["problem_error"] = msg;
+                                      pair.problem_path.string(), trial, d.name, d.scale, f.message);
+        fail_problem(record, f.kind == "interrupted", msg);
         reference.reset();
         stopped = true;
         break;
       }
       if (drawn->reference_error) {
-        entry["reference_error"] = *drawn->reference_error;
+        entry.reference_error = *drawn->reference_error;
         merge_reference_error(reference_error, *drawn->reference_error, d.name);
       }
       Reply out = cand->call(msg::to_json(msg::RunRequest{drawn->args}), ms(options.timeouts.call_s));
@@ -500,11 +432,11 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
       if (!ran) {
         const std::string where = fmt::format("trial {} {} (x{})", trial, d.name, d.scale);
         fail_from(out, where);
-        if (record["verdict"] == "runtime_error")
+        if (record.verdict == Verdict::runtime_error)
           if (auto m = dtype_fallback_message(msg::failure_of(out.body).message, p.precision, drawn->args)) {
-            record["message"] = where + ": " + *m;
-            record["metadata"]["runtime_error"] = record["message"];
-            record["metadata"]["dtype_fallback"] = true;
+            record.message = where + ": " + *m;
+            record.metadata.runtime_error = record.message;
+            record.metadata.dtype_fallback = true;
           }
         ref->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
         stopped = true;
@@ -516,30 +448,31 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
       ref->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
       std::optional<msg::CheckReply> checked = reply_as<msg::CheckReply>(chk);
       if (!checked) {
-        json f = reply_failure(chk, "runtime_error");
+        FailureKind f = classify(worker_failure(chk), "runtime_error");
         // A malformed output handle is the candidate's doing; a dead reference is not.
-        std::string kind = f["kind"];
-        set_verdict(record, kind == "interrupted" ? "interrupted" : kind == "runtime_error" ? "runtime_error" : "problem_error",
-                    fmt::format("checking trial {} {}: {}", trial, d.name, f.value("message", "")));
+        std::string kind = f.kind;
+        set_verdict(record,
+                    kind == "interrupted"     ? Verdict::interrupted
+                    : kind == "runtime_error" ? Verdict::runtime_error
+                                              : Verdict::problem_error,
+                    fmt::format("checking trial {} {}: {}", trial, d.name, f.message));
         if (kind != "runtime_error") reference.reset();
         stopped = true;
         break;
       }
       ++total;
       bool ok = checked->passed;
-      entry["passed"] = ok;
-      entry["comparisons"] = checked->comparisons;
-      if (!ok) entry["reason"] = checked->reason;
+      entry.passed = ok;
+      entry.comparisons = checked->comparisons;
+      if (!ok) entry.reason = checked->reason;
       if (!checked->mutated_inputs.empty()) {
-        entry["mutated_inputs"] = checked->mutated_inputs;
+        entry.mutated_inputs = checked->mutated_inputs;
         if (!has_reject(record))
-          record["findings"].push_back(
-              {{"rule", "input_mutation"},
-               {"severity", "reject"},
-               {"message", fmt::format("the candidate changed input(s) {} which the reference leaves unchanged",
-                                       json(checked->mutated_inputs).dump())},
-               {"evidence", fmt::format("trial {} {}", trial, d.name)},
-               {"cheat", "T8"}});
+          record.findings.push_back(make_finding(
+              "input_mutation", "reject",
+              fmt::format("the candidate changed input(s) {} which the reference leaves unchanged",
+                          entry.mutated_inputs->dump()),
+              fmt::format("trial {} {}", trial, d.name), "T8"));
       }
       if (ok) ++passed;
       if (!ok && first_failure.empty())
@@ -547,23 +480,23 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
       dists.push_back(entry);
     }
   }
-  record["distributions"] = dists;
-  if (!reference_error.is_null()) record["reference_error"] = reference_error;
-  record["metadata"]["correctness_trials"] = fmt::format("({} / {})", passed, total);
-  record["seconds"] = since(t0);
+  record.distributions = std::move(dists);
+  if (!reference_error.is_null()) record.reference_error = reference_error;
+  record.metadata.correctness_trials = fmt::format("({} / {})", passed, total);
+  record.seconds = since(t0);
   phase_done("checks");
   if (stopped) return record;
   // 5. Runtime audits (docs/POLICY.md) once every check passed: what ran, threads, aliasing,
   // determinism on fresh poisoned buffers, same storage with new values.
   // Not under --protocol kernelbench, which reproduces upstream (no runtime audits there).
   if (p.name == "kernelbench" && passed == total && total > 0)
-    record["audit"] = {{"skipped", "--protocol kernelbench reproduces upstream, which has no runtime audits"}};
+    record.audit = json{{"skipped", "--protocol kernelbench reproduces upstream, which has no runtime audits"}};
   if (p.name != "kernelbench" && !has_reject(record) && passed == total && total > 0) {
     AuditOutcome audit = run_runtime_audit(*ref, *cand, options, env.device, seeds.next(), seeds.next());
-    record["audit"] = audit.details;
-    if (!audit.compute.is_null()) record["compute"] = audit.compute;
-    for (const auto& f : audit.findings) record["findings"].push_back(f);
-    record["seconds"] = since(t0);
+    record.audit = audit.details;
+    if (!audit.compute.is_null()) record.compute = audit.compute;
+    for (const auto& f : audit.findings) record.findings.push_back(f);
+    record.seconds = since(t0);
     phase_done("audit");
     if (audit.candidate_failure) {
       fail_from(*audit.candidate_failure, audit.failure_context);
@@ -575,21 +508,13 @@ json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environme
     measure_phase(record, *cand, *ref, options, seeds.next());
     phase_done("memory");
   }
-  if (has_reject(record)) {
-    set_verdict(record, "rejected", first_reject(record)["message"]);
-    record["metadata"]["correctness_issue"] = record["message"];
-  } else if (passed == total && total > 0) {
-    set_verdict(record, "correct", fmt::format("passed {} of {} checks", passed, total));
-  } else {
-    set_verdict(record, "wrong_output", first_failure);
-    record["metadata"]["correctness_issue"] = first_failure;
-  }
+  decide_checks(record, passed, total, first_failure);
   // 6. Timing (src/supervisor/timing_phase.h): only a correct candidate is timed.
-  if (record["verdict"] == "correct" && p.timing.enabled) {
+  if (record.verdict == Verdict::correct && p.timing.enabled) {
     timing_phase(record, pair, options, env, *ref, *cand);
     phase_done("timing");
   }
-  record["seconds"] = since(t0);  // the memory phase's too when nothing is timed
+  record.seconds = since(t0);  // the memory phase's too when nothing is timed
   return record;
 }
 
@@ -684,9 +609,9 @@ int evaluate_run(const RunOptions& opt) {
   std::vector<std::unique_ptr<Job>> jobs;
   // The latest record per (level, problem, sample) of this protocol: loaded once, kept current
   // here, so each new record rewrites only its own level's file without rereading the store.
-  std::map<std::tuple<int, int, int>, json> latest;
+  std::map<std::tuple<int, int, int>, Record> latest;
   for (auto& r : store->latest(phash)) {
-    std::tuple<int, int, int> key{r.value("level", 0), r.value("problem_id", 0), r.value("sample_id", 0)};
+    std::tuple<int, int, int> key{r.level, r.problem_id, r.sample_id};
     latest[key] = std::move(r);
   }
   std::set<int> changed_levels;  // levels with a record decided without any worker
@@ -709,12 +634,11 @@ int evaluate_run(const RunOptions& opt) {
     }
     auto it = problems.find({s.level, s.problem_id});
     if (it == problems.end()) {
-      json r = base_record(job->pair, eval, *env);
-      set_verdict(r, "problem_error",
-                  fmt::format("{}: no problem with id {} in level {} under {}", s.path.string(), s.problem_id,
-                              s.level, opt.problems_dir.string()));
-      r["metadata"]["problem_error"] = r["message"];
-      std::fprintf(stderr, "kbv: warning: %s\n", r["message"].get<std::string>().c_str());
+      Record r = base_record(job->pair, eval, *env);
+      fail_problem(r, false,
+                   fmt::format("{}: no problem with id {} in level {} under {}", s.path.string(), s.problem_id,
+                               s.level, opt.problems_dir.string()));
+      std::fprintf(stderr, "kbv: warning: %s\n", r.message.c_str());
       ++unknown_problem;
       if (std::string e = store->put(job->key, r); !e.empty()) {
         std::fprintf(stderr, "kbv: %s; stopped, nothing evaluated\n", e.c_str());
@@ -737,7 +661,7 @@ int evaluate_run(const RunOptions& opt) {
   std::atomic<size_t> next_eval{0};
   size_t done = 0, correct = 0;
   auto write_level = [&](int level) {
-    std::vector<json> mine;
+    std::vector<Record> mine;
     for (const auto& [key, r] : latest)
       if (std::get<0>(key) == level) mine.push_back(r);
     std::string e = write_file_atomic(opt.run_dir / level_file_name(level, levels.size() > 1, eval.protocol.precision),
@@ -774,8 +698,8 @@ int evaluate_run(const RunOptions& opt) {
         progress.started(i, fmt::format("level {} problem {} sample {}", job.pair.level, job.pair.problem_id,
                                         job.pair.sample_id));
         BuildResult br = builds.get(i);
-        json record = evaluate_pair(job.pair, mine, *env, reference, &br);
-        if (record["verdict"] == "interrupted" || interrupted()) return;
+        Record record = evaluate_pair(job.pair, mine, *env, reference, &br);
+        if (record.verdict == Verdict::interrupted || interrupted()) return;
         std::lock_guard<std::mutex> lock(mu);
         if (std::string e = store->put(job.key, record); !e.empty()) {
           // A result that cannot be stored stops the run: going on would evaluate samples whose
@@ -787,13 +711,13 @@ int evaluate_run(const RunOptions& opt) {
         latest[{job.pair.level, job.pair.problem_id, job.pair.sample_id}] = record;
         write_level(job.pair.level);
         ++done;
-        if (record["verdict"] == "correct") ++correct;
-        const bool ok = record["verdict"] == "correct";
+        const bool ok = record.is_correct();
+        if (ok) ++correct;
         progress.finished(i, ok,
                           fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}", done, total,
                                       job.pair.level, job.pair.problem_id, job.pair.sample_id,
-                                      record["verdict"].get<std::string>(), record.value("seconds", 0.0),
-                                      ok ? "" : " - ", ok ? "" : record["message"].get<std::string>().substr(0, 160)));
+                                      verdict_name(record.verdict), record.seconds.value_or(0.0),
+                                      ok ? "" : " - ", ok ? "" : record.message.substr(0, 160)));
       }
     });
   for (auto& t : threads) t.join();

@@ -12,6 +12,8 @@
 
 #include "lint/lint.h"
 #include "problem/problem.h"
+#include "record/decide.h"
+#include "record/record.h"
 #include "supervisor/session.h"
 #include "supervisor/verdict.h"
 
@@ -63,9 +65,9 @@ class ReferenceHost {
  public:
   ~ReferenceHost();
   // The loaded worker for this problem (started and loaded if needed), or nullptr with the
-  // failure in `failure` (a record-ready {"kind", "message"}).
+  // failure in `failure` (kind problem_error or interrupted).
   WorkerProcess* get(const std::filesystem::path& problem, const EvalOptions& options,
-                     msg::LoadProblemReply& load_reply, nlohmann::json& failure);
+                     msg::LoadProblemReply& load_reply, FailureKind& failure);
   void reset();
   // Takes an idle reference worker (from probe_environment) to load the next problem into.
   void adopt(std::unique_ptr<WorkerProcess> idle);
@@ -121,8 +123,8 @@ LintReport lint_candidate(const SolutionSource& solution, const std::filesystem:
                           const std::string& precision);
 
 // One pair: lint, build, load, trials x distributions, verdict. Never throws; every failure is a record.
-nlohmann::json evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
-                             ReferenceHost& reference, const BuildResult* prebuilt = nullptr);
+Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
+                     ReferenceHost& reference, const BuildResult* prebuilt = nullptr);
 
 // `kbv eval --problems DIR --run DIR`: every sample of the run, stored and resumable.
 struct RunOptions {

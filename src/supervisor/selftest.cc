@@ -190,11 +190,12 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
       pair.solution_path = root / e.value("solution", "");
       ReferenceHost& host = *hosts[device];
       BuildResult built = queues[device]->get(taken[device]++);
-      json record = evaluate_pair(pair, o, *envs[device], host, &built);
-      got = record.value("verdict", "");
-      if (got == "interrupted") break;
-      row["message"] = record.value("message", "");
-      row["findings"] = record["findings"];
+      Record record = evaluate_pair(pair, o, *envs[device], host, &built);
+      got = verdict_name(record.verdict);
+      if (record.verdict == Verdict::interrupted) break;
+      row["message"] = record.message;
+      row["findings"] = json::array();
+      for (const auto& f : record.findings) row["findings"].push_back(f.to_json());
       match = got == expected;
       // `also`: other verdicts that are as right for it (a cheat whose catching depends on what
       // the memory it reads without writing happens to hold); never `correct`.
@@ -203,8 +204,8 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
       // `audit`: the runtime-audit rule (docs/POLICY.md) that must be the one rejecting it.
       if (e.contains("audit") && got == "rejected") {
         bool by_rule = false;
-        for (const auto& f : record["findings"])
-          by_rule = by_rule || (f.value("rule", "") == e.value("audit", "") && f.value("severity", "") == "reject");
+        for (const auto& f : record.findings)
+          by_rule = by_rule || (f.rule == e.value("audit", "") && f.rejects());
         if (!by_rule) {
           match = false;
           row["audit_rule_missing"] = e["audit"];
@@ -213,8 +214,8 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
       if (e.contains("fails_only") && got == "wrong_output") {
         std::set<std::string> want, failed;
         for (const auto& d : e["fails_only"]) want.insert(d.get<std::string>());
-        for (const auto& d : record["distributions"])
-          if (!d.value("passed", true)) failed.insert(d.value("distribution", ""));
+        for (const auto& d : record.distributions)
+          if (!d.passed.value_or(true)) failed.insert(d.distribution);
         if (want != failed) {
           match = false;
           row["failed_distributions"] = failed;

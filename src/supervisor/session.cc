@@ -14,9 +14,31 @@
 #include <fmt/format.h>
 
 #include "proto/channel.h"
+#include "util/interrupt.h"
 #include "util/subprocess.h"
 
 namespace kbv {
+
+WorkerFailure worker_failure(const Reply& r) {
+  WorkerFailure f;
+  switch (r.status) {
+    case Reply::Status::ok:
+    case Reply::Status::failed: f.status = WorkerFailure::Status::failed; break;
+    case Reply::Status::timeout: f.status = WorkerFailure::Status::timeout; break;
+    case Reply::Status::died: f.status = WorkerFailure::Status::died; break;
+    case Reply::Status::channel_error: f.status = WorkerFailure::Status::channel_error; break;
+  }
+  if (r.status == Reply::Status::failed) {
+    // The failure message (proto/messages.h); a malformed one says so as a protocol_error.
+    msg::Failure m = msg::failure_of(r.body);
+    f.kind = m.kind;
+    f.message = m.message;
+    if (!m.traceback.empty()) f.traceback = m.traceback;
+  }
+  f.detail = r.detail;
+  f.interrupted = interrupted();
+  return f;
+}
 namespace fs = std::filesystem;
 
 namespace {

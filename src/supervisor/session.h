@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/messages.h"
+#include "record/decide.h"
 #include "sandbox/sandbox.h"
 #include "util/subprocess.h"
 
@@ -57,6 +58,9 @@ template <class T> std::optional<T> reply_as(Reply& r) {
   }
   return out;
 }
+
+// A reply that is not ok, as the record's verdict rules see it (record/decide.h).
+WorkerFailure worker_failure(const Reply& reply);
 
 class WorkerProcess {
  public:

@@ -31,8 +31,6 @@ using Clock = std::chrono::steady_clock;
 // peak bandwidth): only a median below this fraction of the floor is impossible.
 constexpr double kFloorMargin = 0.8;
 
-std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
-
 std::string reply_message(const Reply& r) {
   if (r.status == Reply::Status::failed) return msg::failure_of(r.body).message;
   return r.detail.empty() ? "the worker did not answer" : r.detail;
@@ -49,23 +47,6 @@ double sum_of(const json& a) {
   if (a.is_array())
     for (const auto& x : a) s += x.is_number() ? x.get<double>() : 0.0;
   return s;
-}
-
-json finding(const std::string& rule, const std::string& severity, const std::string& message,
-             const std::string& evidence, const json& cheat) {
-  return {{"rule", rule}, {"severity", severity}, {"message", message}, {"evidence", evidence}, {"cheat", cheat}};
-}
-
-// The record's verdict from its first rejecting finding, if it has one.
-void reject_on_findings(json& record) {
-  for (const auto& f : record["findings"])
-    if (f.value("severity", "") == "reject") {
-      record["verdict"] = "rejected";
-      record["message"] = f.value("message", "");
-      record["correctness"] = false;
-      record["metadata"]["correctness_issue"] = record["message"];
-      return;
-    }
 }
 
 // The call a spot entry names (its "set": warm-up calls first), if it names one.
@@ -190,21 +171,18 @@ std::optional<json> device_calibration(WorkerProcess& reference, const EvalOptio
   return j;
 }
 
-std::string timing_summary(const json& record) {
-  auto it = record.find("timing");
-  if (it == record.end() || !it->is_object()) return "";
-  const json& t = *it;
-  if (t.contains("error")) return "not timed: " + t["error"].get<std::string>();
-  const json& c = t.value("candidate", json::object());
-  std::string line = fmt::format("time {:.4g} ms (median of {}, rse {:.2f}%, {})", c.value("median_ms", 0.0),
-                                 c.value("samples", 0), 100 * c.value("rse", 0.0), t.value("method", ""));
+std::string timing_summary(const Record& record) {
+  if (!record.timing) return "";
+  const Timing& t = *record.timing;
+  if (t.error) return "not timed: " + *t.error;
+  const TimedStats c = t.candidate.value_or(TimedStats{});
+  std::string line = fmt::format("time {:.4g} ms (median of {}, rse {:.2f}%, {})", c.median_ms.value_or(0.0),
+                                 c.samples.value_or(0), 100 * c.rse.value_or(0.0), t.method.value_or(""));
   std::string sp;
-  const json speedups = t.value("speedup", json::object());
-  for (const auto& [mode, x] : speedups.items())
-    sp += fmt::format("{}{:.3f}x vs {}", sp.empty() ? "; speedup " : ", ", x.get<double>(), mode);
+  for (const auto& [mode, x] : t.speedup.value_or(std::map<std::string, double>{}))
+    sp += fmt::format("{}{:.3f}x vs {}", sp.empty() ? "; speedup " : ", ", x, mode);
   line += sp;
-  if (t.contains("speed_of_light"))
-    line += fmt::format("; {:.1f}% of the speed of light", 100 * t["speed_of_light"].get<double>());
+  if (t.speed_of_light) line += fmt::format("; {:.1f}% of the speed of light", 100 * *t.speed_of_light);
   return line;
 }
 
@@ -234,17 +212,18 @@ std::string spot_entries_problem(const json& entries, int calls, int warmup, int
 
 }  // namespace
 
-void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                           WorkerProcess& reference, WorkerProcess& candidate);
 
-void timing_phase(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                   WorkerProcess& reference, WorkerProcess& candidate) {
   // The candidate worker's reply is a claim from hostile code: a malformed one is a forged one.
   try {
     timing_phase_checked(record, pair, options, env, reference, candidate);
   } catch (const json::exception& e) {
-    record["timing"] = json{{"error", std::string("malformed timing reply: ") + e.what()}};
-    record["findings"].push_back(finding("timing_mismatch", options.protocol.name == "kernelbench" ? "warn" : "reject",
+    record.timing = Timing{};
+    record.timing->error = std::string("malformed timing reply: ") + e.what();
+    record.findings.push_back(make_finding("timing_mismatch", options.protocol.name == "kernelbench" ? "warn" : "reject",
                                          std::string("the candidate worker's timing reply is malformed (") + e.what() +
                                              "): the reporting channel was tampered with",
                                          "timing reply", "T14"));
@@ -254,7 +233,7 @@ void timing_phase(json& record, const Pair& pair, const EvalOptions& options, co
   }
 }
 
-void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                           WorkerProcess& reference, WorkerProcess& candidate) {
   const TimingProtocol& tp = options.protocol.timing;
   // --protocol kernelbench reproduces upstream, which has none of these checks: they only warn.
@@ -262,7 +241,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   json timing = json::object();
   auto give_up = [&](const std::string& why) {
     timing["error"] = why;
-    record["timing"] = timing;
+    record.timing = timing_from_json(timing);
     reference.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.reference_s));
     candidate.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.call_s));
   };
@@ -326,24 +305,14 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   // The reference failing to draw is the problem's (or kbv's) failure, not the candidate's.
   if (!draw_error.empty()) return give_up(draw_error);
   if (!draw_forged.empty()) {
-    record["findings"].push_back(finding("timing_mismatch", reject, draw_forged + ": the timing channel was tampered with",
+    record.findings.push_back(make_finding("timing_mismatch", reject, draw_forged + ": the timing channel was tampered with",
                                          "fresh timing draws", "T14"));
     reject_on_findings(record);
     return give_up(draw_forged);
   }
   if (!timed) {
-    std::string verdict = c.status == Reply::Status::timeout ? "timeout"
-                          : c.status == Reply::Status::died  ? "crashed"
-                          : interrupted()                    ? "interrupted"
-                                                             : "runtime_error";
     std::string message = "while timing the candidate: " + reply_message(c);
-    if (verdict == "runtime_error" && is_sticky_cuda_error(message)) verdict = "crashed";
-    record["verdict"] = verdict;
-    record["message"] = message;
-    record["correctness"] = false;
-    if (verdict == "runtime_error" || verdict == "crashed") record["metadata"]["runtime_error"] = message;
-    if (c.status == Reply::Status::failed && !msg::failure_of(c.body).traceback.empty())
-      record["traceback"] = msg::failure_of(c.body).traceback;
+    fail_timing(record, worker_failure(c), message);
     return give_up(message);
   }
   const msg::TimeReply& cr = *timed;
@@ -352,7 +321,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   timing["candidate"] = cs.to_json();
   if (candidate_others >= 0) timing["candidate"]["host_other_cores"] = std::round(candidate_others * 100) / 100;
   if (fresh_seed && draws != int64_t{tp.rule.warmup} + cs.samples + cs.discarded)
-    record["findings"].push_back(finding(
+    record.findings.push_back(make_finding(
         "timing_mismatch", reject,
         fmt::format("the candidate worker reported {} warm-up and timed calls but asked for {} fresh draws: the "
                     "reported calls are forged",
@@ -366,7 +335,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   const bool wall_ok = reported_ms <= supervisor_ms && cs.samples > 0;
   timing["wall_check"] = {{"supervisor_ms", supervisor_ms}, {"reported_sum_ms", reported_ms}, {"ok", wall_ok}};
   if (!wall_ok)
-    record["findings"].push_back(finding(
+    record.findings.push_back(make_finding(
         "timing_mismatch", reject,
         cs.samples == 0 ? "the candidate worker reported no timing samples"
                         : fmt::format("the candidate worker reported samples adding up to {:.3f} ms, but the whole "
@@ -377,7 +346,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   const int mismatches = cr.mismatches;
   timing["events_host_disagreed"] = mismatches;
   if (mismatches > 0)
-    record["findings"].push_back(finding(
+    record.findings.push_back(make_finding(
         "timing_mismatch", "warn",
         fmt::format("in {} of {} timed calls the device finished up to {:.3f} ms after the events on the calling "
                     "stream said (work on another stream or thread); the host clock around a full device "
@@ -421,7 +390,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   const std::string inconsistent = spot_entries_problem(entries, cs.samples + cs.discarded, tp.rule.warmup,
                                                         has_elements ? tp.spot_max_calls : 0);
   if (!inconsistent.empty())
-    record["findings"].push_back(finding("spot_check_failed", reject,
+    record.findings.push_back(make_finding("spot_check_failed", reject,
                                          "the candidate worker's spot checks do not match its timed calls: " +
                                              inconsistent,
                                          "outputs of timed calls", "T5"));
@@ -432,12 +401,12 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
       timing["spot_checks"]["calls_recomputed"] = spot_calls_checked;
     }
     if (spot->failed > 0)
-      record["findings"].push_back(finding("spot_check_failed", reject,
+      record.findings.push_back(make_finding("spot_check_failed", reject,
                                            fmt::format("{} of {} spot-checked values of timed calls were wrong: {}",
                                                        spot->failed, spot->checked, spot->first_failure),
                                            "outputs of timed calls", "T5"));
     else if (entries.empty() && spot->expected_numel > 0)
-      record["findings"].push_back(finding("spot_check_failed", reject,
+      record.findings.push_back(make_finding("spot_check_failed", reject,
                                            "the candidate worker reported no output values of its timed calls",
                                            "outputs of timed calls", "T5"));
   } else {
@@ -452,7 +421,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
     std::string list;
     for (const Stray& s : candidate.strays())
       list += fmt::format("{}pid {} ({})", list.empty() ? "" : ", ", s.pid, s.command.empty() ? "?" : s.command);
-    record["findings"].push_back(finding(
+    record.findings.push_back(make_finding(
         "process_left_running", "warn",
         fmt::format("the candidate left {} process(es) running outside its worker's process group: {}; kbv killed "
                     "them before timing the baselines",
@@ -503,13 +472,13 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
   if (!busy.empty()) {
     std::string what;
     for (const auto& b : busy) what += (what.empty() ? "" : ", ") + b;
-    record["findings"].push_back(finding(
+    record.findings.push_back(make_finding(
         "timing_host_busy", "warn",
         fmt::format("other processes used CPU cores meanwhile ({}; the line is {:.2f}): ATen's threads wait for "
                     "a busy core, so these CPU times can be many times too slow; time again on an idle host "
                     "(docs/TIMING.md)",
                     what, busy_cores),
-        "host CPU time from /proc/stat less kbv's own processes", nullptr));  // not a cheat: the host
+        "host CPU time from /proc/stat less kbv's own processes", ""));  // not a cheat: the host
   }
 
   // The physical floor: inputs read once, outputs written once, at the measured copy bandwidth.
@@ -522,7 +491,7 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
     timing["floor_ms"] = fl;
     if (cs.median_ms > 0) timing["speed_of_light"] = fl / cs.median_ms;
     if (fl > 0 && cs.median_ms > 0 && cs.median_ms < kFloorMargin * fl)
-      record["findings"].push_back(finding(
+      record.findings.push_back(make_finding(
           "impossible_speed", reject,
           fmt::format("median time {:.4f} ms is below {:.0f}% of the physical floor {:.4f} ms ({} bytes of inputs and "
                       "outputs at the measured copy bandwidth of {:.1f} GB/s): the work cannot have been done",
@@ -551,10 +520,10 @@ void timing_phase_checked(json& record, const Pair& pair, const EvalOptions& opt
                              {"held_ms", cr.launch_hold_held_ms},
                              {"late", cr.launch_hold_late}};
   timing["sync_overhead_ms"] = cr.sync_overhead_ms;
-  record["timing"] = timing;
+  record.timing = timing_from_json(timing);
   if (cs.samples > 0) {
-    record["runtime"] = cs.median_ms;
-    record["runtime_stats"] = {{"mean", cs.mean_ms},
+    record.runtime = cs.median_ms;
+    record.runtime_stats = {{"mean", cs.mean_ms},
                                {"std", cs.std_ms},
                                {"min", cs.min_ms},
                                {"max", cs.max_ms},

@@ -19,7 +19,7 @@ namespace kbv {
 // the candidate during timing makes it runtime_error/timeout/crashed. Once the candidate's timing
 // is over its worker is stopped (process group included), before the baselines and the device
 // calibration are timed (T17). Never throws.
-void timing_phase(nlohmann::json& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                   WorkerProcess& reference, WorkerProcess& candidate);
 
 // What every timing request to a worker carries: the stop rule, the flush size and the launch hold.
@@ -51,7 +51,7 @@ std::optional<nlohmann::json> device_calibration(WorkerProcess& reference, const
 
 // One line for people: "time 0.0123 ms (median of 57, rse 0.4%); speedup 1.02x vs tf32, ...; 41% of
 // the speed of light". Empty when the record was not timed.
-std::string timing_summary(const nlohmann::json& record);
+std::string timing_summary(const Record& record);
 
 // The samples of a worker's timing reply as STATS (docs/RECORD.md).
 Stats stats_of_reply(const msg::TimeReply& reply);

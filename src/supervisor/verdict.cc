@@ -63,12 +63,4 @@ uint64_t SeedSource::next() {
   return v;
 }
 
-bool is_sticky_cuda_error(const std::string& m) {
-  for (const char* s : {"illegal memory access", "misaligned address", "unspecified launch failure",
-                        "illegal instruction", "an illegal", "device-side assert", "launch timed out",
-                        "hardware stack error", "uncorrectable ECC"})
-    if (m.find(s) != std::string::npos) return true;
-  return false;
-}
-
 }  // namespace kbv

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lint/finding.h"
+#include "record/decide.h"
 #include "measure/measure.h"
 #include "proto/messages.h"
 
@@ -67,9 +68,7 @@ class SeedSource {
   uint64_t counter_ = 0;
 };
 
-// CUDA errors after which the context is unusable: the worker is lost even though it still runs.
-bool is_sticky_cuda_error(const std::string& message);
-
+// The verdicts of a finished record, in display order (record/record.h has their enum).
 inline constexpr const char* kVerdicts[] = {"correct",  "wrong_output", "compile_error", "runtime_error",
                                             "timeout",  "crashed",      "rejected",      "problem_error"};
 

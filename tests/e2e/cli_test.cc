@@ -90,7 +90,8 @@ TEST(Cli, ADamagedStoreStopsEvalAndReportAndKeepsTheResultsFile) {
     auto store = Store::open(run / "kbv.sqlite", error);
     ASSERT_NE(store, nullptr) << error;
     for (int i = 0; i < 400; ++i)
-      ASSERT_EQ(store->put(RecordKey{1, i, 0, "h", "p"}, {{"level", 1}, {"problem_id", i}, {"pad", std::string(300, 'x')}}),
+      ASSERT_EQ(store->put(RecordKey{1, i, 0, "h", "p"},
+                           record_from_json({{"level", 1}, {"problem_id", i}, {"pad", std::string(300, 'x')}}).record),
                 "");
   }
   {

@@ -43,7 +43,7 @@ fs::path kbv_fixture_run(const std::string& name) {
   for (const auto& r : records) {
     kbv::RecordKey key{r["level"].get<int>(), r["problem_id"].get<int>(), r["sample_id"].get<int>(),
                        r["solution_hash"].get<std::string>(), phash};
-    EXPECT_EQ(store->put(key, r), "");
+    EXPECT_EQ(store->put(key, kbv::record_from_json(r).record), "");
   }
   return dir;
 }
@@ -269,7 +269,7 @@ TEST(ReportE2E, Fp32AndBf16OfOneRunSideBySide) {
     r["protocol"]["precision"] = "bf16";
     kbv::RecordKey key{r["level"].get<int>(), r["problem_id"].get<int>(), r["sample_id"].get<int>(),
                        r["solution_hash"].get<std::string>(), phash};
-    ASSERT_EQ(store->put(key, r), "");
+    ASSERT_EQ(store->put(key, kbv::record_from_json(r).record), "");
   }
   store.reset();
   Outcome o = kbv_cmd({"report", dir.string(), "--out", (dir / "r.json").string()});

@@ -19,6 +19,14 @@ nlohmann::json rec(int problem, int sample, bool correct = true, double runtime 
           {"runtime_stats", {{"mean", runtime}, {"std", 0.01}}}};
 }
 
+// The fixtures are stored JSON records; a value that is not an object makes no record.
+nlohmann::ordered_json kernelbench_eval_results(const std::vector<nlohmann::json>& records) {
+  std::vector<Record> typed;
+  for (const auto& j : records)
+    if (RecordRead r = record_from_json(j); r.ok()) typed.push_back(std::move(r.record));
+  return kbv::kernelbench_eval_results(typed);
+}
+
 std::vector<std::string> keys(const nlohmann::ordered_json& object) {
   std::vector<std::string> out;
   for (const auto& item : object.items()) out.push_back(item.key());

@@ -44,7 +44,7 @@ std::vector<Entry> entries() {
 
 std::string dump(const LintReport& r) {
   std::string s;
-  for (const auto& f : r.findings) s += "  " + f.severity + " " + f.rule + " " + f.evidence() + ": " + f.message + "\n";
+  for (const auto& f : r.findings) s += "  " + f.severity + " " + f.rule + " " + f.evidence_text() + ": " + f.message + "\n";
   return s.empty() ? "  (no findings)\n" : s;
 }
 
@@ -78,7 +78,7 @@ TEST_P(CorpusLint, StaticVerdictAsExpected) {
   LintReport lenient = lint_candidate(s, kSource / e.solution, Policy::lenient, e.precision);
   EXPECT_FALSE(lenient.rejected()) << "the lenient policy never rejects statically";
   for (const auto& f : strict.findings) {
-    EXPECT_NE(f.evidence().find(":"), std::string::npos);
+    EXPECT_NE(f.evidence_text().find(":"), std::string::npos);
     EXPECT_GT(f.line, 0) << f.rule;
   }
 }

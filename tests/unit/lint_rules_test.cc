@@ -47,7 +47,7 @@ LintReport lint(const std::string& code, Policy policy = Policy::strict) {
 
 std::string dump(const LintReport& r) {
   std::string s;
-  for (const auto& f : r.findings) s += f.evidence() + "  [" + f.severity + " " + f.rule + "] " + f.message + "\n";
+  for (const auto& f : r.findings) s += f.evidence_text() + "  [" + f.severity + " " + f.rule + "] " + f.message + "\n";
   return s.empty() ? "(no findings)\n" : s;
 }
 

@@ -261,18 +261,23 @@ TEST(KernelAttribution, TopListsAreCapped) {
 }
 
 TEST(MemoryPhase, GpuAttributionWinsOverTheCpuAuditAndNotMeasuredKeepsIt) {
-  json record = {{"compute", {{"method", "record_function"}, {"own_share", 0.5}}}};
-  EXPECT_TRUE(merge_compute(record, {{"method", "not_measured"}, {"reason", "cpu"}}).is_null());
-  EXPECT_EQ(record["compute"]["method"], "record_function");
-  json f = merge_compute(record, compute::compute_json({{"sgemm", 0, 10, compute::Origin::library}}, "cupti"));
-  EXPECT_EQ(record["compute"]["method"], "cupti");
-  EXPECT_EQ(f["rule"], "no_custom_compute");
-  EXPECT_EQ(f["severity"], "reject");
+  Record record;
+  record.compute = json{{"method", "record_function"}, {"own_share", 0.5}};
+  EXPECT_FALSE(merge_compute(record, {{"method", "not_measured"}, {"reason", "cpu"}}));
+  EXPECT_EQ((*record.compute)["method"], "record_function");
+  std::optional<Finding> f =
+      merge_compute(record, compute::compute_json({{"sgemm", 0, 10, compute::Origin::library}}, "cupti"));
+  EXPECT_EQ((*record.compute)["method"], "cupti");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rule, "no_custom_compute");
+  EXPECT_EQ(f->severity, "reject");
   // --protocol kernelbench reproduces upstream (no runtime audits): the same finding only warns.
-  json upstream = merge_compute(record, compute::compute_json({{"sgemm", 0, 10, compute::Origin::library}}, "cupti"), true);
-  EXPECT_EQ(upstream["rule"], "no_custom_compute");
-  EXPECT_EQ(upstream["severity"], "warn");
-  EXPECT_NE(upstream["message"].get<std::string>().find("--protocol kernelbench"), std::string::npos);
+  std::optional<Finding> upstream =
+      merge_compute(record, compute::compute_json({{"sgemm", 0, 10, compute::Origin::library}}, "cupti"), true);
+  ASSERT_TRUE(upstream);
+  EXPECT_EQ(upstream->rule, "no_custom_compute");
+  EXPECT_EQ(upstream->severity, "warn");
+  EXPECT_NE(upstream->message.find("--protocol kernelbench"), std::string::npos);
 }
 
 }  // namespace

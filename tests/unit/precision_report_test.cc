@@ -28,7 +28,9 @@ json rec(int problem, bool correct, double tf32, const std::string& precision = 
 
 RunSummary run_of(const std::string& name, const std::string& model, const std::string& precision,
                   std::vector<json> records) {
-  RunSummary s = summarize(name, records, {}, "tf32");
+  std::vector<Record> typed;
+  for (const auto& j : records) typed.push_back(record_from_json(j).record);
+  RunSummary s = summarize(name, typed, {}, "tf32");
   s.precision = precision;
   s.model = model;
   return s;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "record/record.h"
+
 namespace kbv {
 namespace {
 using nlohmann::json;
@@ -96,6 +98,7 @@ TEST(Precision, ReferenceErrorKeepsTheWorstDrawPerOutput) {
 }
 
 TEST(Precision, RecordPrecisionDefaultsToFp32) {
+  auto record_precision = [](const json& j) { return record_from_json(j).record.precision_or_default(); };
   EXPECT_EQ(record_precision(json::object()), "fp32");
   EXPECT_EQ(record_precision(json{{"protocol", {{"precision", "fp16"}}}}), "fp16");
   EXPECT_EQ(record_precision(json{{"precision", "bf16"}}), "bf16");

@@ -12,6 +12,17 @@ namespace {
 
 using nlohmann::json;
 
+// The fixtures are stored JSON records; the report reads them as typed records (record/record.h).
+std::vector<Record> typed(const std::vector<json>& records) {
+  std::vector<Record> out;
+  for (const auto& j : records) out.push_back(record_from_json(j).record);
+  return out;
+}
+RunSummary summarize(const std::string& name, const std::vector<json>& records, const std::vector<ProblemSlot>& problems,
+                     const std::string& baseline) {
+  return kbv::summarize(name, typed(records), problems, baseline);
+}
+
 json rec(int problem, int sample, const std::string& verdict, std::optional<double> tf32 = std::nullopt) {
   json dists = json::array();
   for (const char* d : {"D1", "D2", "D3", "D4"})

@@ -9,6 +9,18 @@ namespace {
 
 using nlohmann::json;
 
+// The fixtures are stored JSON records; the report reads them as typed records (record/record.h).
+SampleView view_of(const json& j) { return kbv::view_of(record_from_json(j).record); }
+std::vector<Record> typed(const std::vector<json>& records) {
+  std::vector<Record> out;
+  for (const auto& j : records) out.push_back(record_from_json(j).record);
+  return out;
+}
+RunSummary summarize(const std::string& name, const std::vector<json>& records, const std::vector<ProblemSlot>& problems,
+                     const std::string& baseline) {
+  return kbv::summarize(name, typed(records), problems, baseline);
+}
+
 json protocol(const std::string& name = "kbv", int trials = 2) {
   json dists = name == "kernelbench" ? json::array({{{"name", "D1"}, {"scale", 1.0}}})
                                      : json::array({{{"name", "D1"}, {"scale", 1.0}},

@@ -90,6 +90,7 @@ TEST(TimingPhase, StatsFromRawReply) {
 }
 
 TEST(TimingPhase, SummaryLine) {
+  auto timing_summary = [](const json& j) { return kbv::timing_summary(record_from_json(j).record); };
   EXPECT_EQ(timing_summary(json{{"verdict", "correct"}}), "");
   json r = {{"timing",
              {{"method", "steady-clock"},

@@ -83,7 +83,7 @@ TEST_F(UpstreamTest, ReadsKernelBenchListShape) {
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.format, "kernelbench");
   ASSERT_EQ(r.records.size(), 4u);
-  const json& a = r.records[0];
+  const json a = to_json(r.records[0]);
   EXPECT_EQ(a["level"], 1);
   EXPECT_EQ(a["problem_id"], 1);
   EXPECT_EQ(a["verdict"], "correct");
@@ -94,13 +94,13 @@ TEST_F(UpstreamTest, ReadsKernelBenchListShape) {
   EXPECT_NE(a["solution"].get<std::string>().find("level_1_problem_1_sample_0_kernel.py"), std::string::npos);
   EXPECT_TRUE(a.contains("solution_hash"));
   // Verdicts from upstream's metadata.
-  EXPECT_EQ(r.records[1]["verdict"], "compile_error");
-  EXPECT_EQ(r.records[1]["message"], "upstream: error: identifier \"foo\" is undefined");
-  EXPECT_EQ(r.records[2]["verdict"], "wrong_output");
-  EXPECT_EQ(r.records[2]["message"], "upstream: Output mismatch");
-  EXPECT_EQ(r.records[3]["problem_id"], 10);
-  EXPECT_EQ(r.records[3]["verdict"], "runtime_error");
-  SampleView v = view_of(a);
+  EXPECT_EQ(to_json(r.records[1])["verdict"], "compile_error");
+  EXPECT_EQ(to_json(r.records[1])["message"], "upstream: error: identifier \"foo\" is undefined");
+  EXPECT_EQ(to_json(r.records[2])["verdict"], "wrong_output");
+  EXPECT_EQ(to_json(r.records[2])["message"], "upstream: Output mismatch");
+  EXPECT_EQ(to_json(r.records[3])["problem_id"], 10);
+  EXPECT_EQ(to_json(r.records[3])["verdict"], "runtime_error");
+  SampleView v = view_of(r.records[0]);
   EXPECT_EQ(v.standard, true);
   EXPECT_FALSE(v.hidden.has_value()) << "no hidden file: the hidden gate was not run";
   EXPECT_TRUE(v.speedup.empty()) << "no baseline file: speed not measured";
@@ -112,8 +112,8 @@ TEST_F(UpstreamTest, ReadsOlderOneEntryPerProblemShape) {
   UpstreamRead r = read_eval_results(f, std::nullopt, 2, dir_);
   ASSERT_EQ(r.error, "");
   ASSERT_EQ(r.records.size(), 1u);
-  EXPECT_EQ(r.records[0]["sample_id"], 0);
-  EXPECT_EQ(r.records[0]["level"], 2);
+  EXPECT_EQ(to_json(r.records[0])["sample_id"], 0);
+  EXPECT_EQ(to_json(r.records[0])["level"], 2);
 }
 
 TEST_F(UpstreamTest, VerifiedWithHiddenResultsAndBaselineFile) {
@@ -170,9 +170,9 @@ TEST_F(UpstreamTest, LongErrorsAreCutOnACharacterBoundary) {
   fs::path f = write("eval_results.json", json{{"1", json::array({entry})}}.dump());
   UpstreamRead r = read_eval_results(f, std::nullopt, 1, dir_);
   ASSERT_EQ(r.records.size(), 1u);
-  const std::string message = r.records[0]["message"];
+  const std::string message = to_json(r.records[0])["message"];
   EXPECT_EQ(message, "upstream: " + std::string(299, 'x') + "...");
-  EXPECT_NO_THROW((void)r.records[0].dump()) << "valid UTF-8";
+  EXPECT_NO_THROW((void)to_json(r.records[0]).dump()) << "valid UTF-8";
 }
 
 TEST_F(UpstreamTest, BaselineArgumentNames) {
@@ -263,8 +263,8 @@ TEST_F(UpstreamTest, NativeRecordsExportTheirGates) {
       {"distributions",
        json::array({{{"distribution", "D1"}, {"passed", true}}, {{"distribution", "D4"}, {"passed", false}}})},
       {"memory", {{"measured", true}, {"candidate", {{"peak_bytes", 4096}}}}}};
-  auto standard = verified_eval_results({native}, false);
-  auto hidden = verified_eval_results({native}, true);
+  auto standard = verified_eval_results({record_from_json(native).record}, false);
+  auto hidden = verified_eval_results({record_from_json(native).record}, true);
   EXPECT_EQ(standard["19_0"]["correctness"], true) << "D1 passed: KernelBench's check would pass it";
   EXPECT_EQ(standard["19_0"]["peak_memory"], 4096.0);
   EXPECT_EQ(hidden["19_0"]["correctness"], false);

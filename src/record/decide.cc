@@ -1,0 +1,111 @@
+// Verdict decisions (decide.h).
+#include "record/decide.h"
+
+#include <fmt/format.h>
+
+namespace kbv {
+
+bool is_sticky_cuda_error(const std::string& m) {
+  for (const char* s : {"illegal memory access", "misaligned address", "unspecified launch failure",
+                        "illegal instruction", "an illegal", "device-side assert", "launch timed out",
+                        "hardware stack error", "uncorrectable ECC"})
+    if (m.find(s) != std::string::npos) return true;
+  return false;
+}
+
+FailureKind classify(const WorkerFailure& f, const std::string& fallback_kind) {
+  switch (f.status) {
+    case WorkerFailure::Status::failed:
+      return {f.kind.empty() ? fallback_kind : f.kind, f.message};
+    case WorkerFailure::Status::timeout:
+      return {"timeout", f.detail};
+    case WorkerFailure::Status::died:
+      return {"crashed", f.detail};
+    case WorkerFailure::Status::channel_error:
+      return {f.interrupted ? "interrupted" : "crashed", f.detail};
+  }
+  return {fallback_kind, f.detail};
+}
+
+void set_verdict(Record& record, Verdict verdict, const std::string& message) {
+  record.verdict = verdict;
+  record.message = message;
+  record.correctness = verdict == Verdict::correct;
+}
+
+void fail_candidate(Record& record, const WorkerFailure& failure, const std::string& context) {
+  FailureKind f = classify(failure, "runtime_error");
+  // The candidate worker's own kinds (missing ModelNew, a failed import, a bad message) are
+  // runtime errors of the candidate; a lost CUDA context is a crash.
+  Verdict verdict = Verdict::runtime_error;
+  if (f.kind == "timeout") verdict = Verdict::timeout;
+  else if (f.kind == "crashed") verdict = Verdict::crashed;
+  else if (f.kind == "interrupted") verdict = Verdict::interrupted;
+  else if (f.kind == "rejected") verdict = Verdict::rejected;
+  std::string message = f.message;
+  if (verdict == Verdict::runtime_error && is_sticky_cuda_error(message)) {
+    verdict = Verdict::crashed;
+    message += " (the CUDA context is lost; this worker is discarded and the next candidate gets a fresh one)";
+  }
+  set_verdict(record, verdict, context.empty() ? message : context + ": " + message);
+  if (verdict == Verdict::runtime_error || verdict == Verdict::crashed) record.metadata.runtime_error = record.message;
+  if (failure.status == WorkerFailure::Status::failed && failure.traceback) record.traceback = failure.traceback;
+  if (verdict == Verdict::rejected)
+    record.findings.push_back(
+        make_finding("plain_output", "reject", message, "output type seen by the candidate worker", "T3"));
+}
+
+void fail_timing(Record& record, const WorkerFailure& failure, const std::string& message) {
+  Verdict verdict = failure.status == WorkerFailure::Status::timeout ? Verdict::timeout
+                    : failure.status == WorkerFailure::Status::died  ? Verdict::crashed
+                    : failure.interrupted                            ? Verdict::interrupted
+                                                                     : Verdict::runtime_error;
+  if (verdict == Verdict::runtime_error && is_sticky_cuda_error(message)) verdict = Verdict::crashed;
+  set_verdict(record, verdict, message);
+  if (verdict == Verdict::runtime_error || verdict == Verdict::crashed) record.metadata.runtime_error = message;
+  if (failure.traceback) record.traceback = failure.traceback;
+}
+
+void fail_problem(Record& record, bool interrupted, const std::string& message) {
+  set_verdict(record, interrupted ? Verdict::interrupted : Verdict::problem_error, message);
+  record.metadata.problem_error = message;
+}
+
+void fail_build(Record& record, const std::string& kind, const std::string& message) {
+  if (kind == "interrupted") {
+    set_verdict(record, Verdict::interrupted, message);
+    return;
+  }
+  set_verdict(record, kind == "timeout" ? Verdict::timeout : kind == "crashed" ? Verdict::crashed : Verdict::compile_error,
+              message);
+  record.metadata.compilation_error = message;
+  if (kind == "needs_cuda") record.metadata.needs_cuda = true;
+}
+
+bool has_reject(const Record& record) {
+  for (const auto& f : record.findings)
+    if (f.rejects()) return true;
+  return false;
+}
+
+bool reject_on_findings(Record& record) {
+  for (const auto& f : record.findings)
+    if (f.rejects()) {
+      set_verdict(record, Verdict::rejected, f.message);
+      record.metadata.correctness_issue = record.message;
+      return true;
+    }
+  return false;
+}
+
+void decide_checks(Record& record, int passed, int total, const std::string& first_failure) {
+  if (reject_on_findings(record)) return;
+  if (passed == total && total > 0) {
+    set_verdict(record, Verdict::correct, fmt::format("passed {} of {} checks", passed, total));
+  } else {
+    set_verdict(record, Verdict::wrong_output, first_failure);
+    record.metadata.correctness_issue = first_failure;
+  }
+}
+
+}  // namespace kbv

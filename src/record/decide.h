@@ -1,0 +1,60 @@
+// Every verdict decision of an evaluation, in one place: what a failed worker call, a finding or
+// the checks' outcome make of the record's verdict, message and metadata (docs/RECORD.md).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "record/record.h"
+
+namespace kbv {
+
+// CUDA errors after which the context is unusable: the worker is lost even though it still runs.
+bool is_sticky_cuda_error(const std::string& message);
+
+// A worker call that did not succeed, as the supervisor read it from the reply.
+struct WorkerFailure {
+  enum class Status { failed, timeout, died, channel_error };
+  Status status = Status::failed;
+  std::string kind;     // failed: the worker's own kind ("" when it gave none)
+  std::string message;  // failed: the worker's message
+  std::string detail;   // timeout, died, channel_error: the channel's account
+  std::optional<std::string> traceback;
+  bool interrupted = false;  // kbv was being interrupted when the call ended
+};
+
+// What failed, as {kind, message}: the worker's kind (or `fallback_kind` when it named none), or
+// timeout / crashed / interrupted from the channel.
+struct FailureKind {
+  std::string kind;
+  std::string message;
+};
+FailureKind classify(const WorkerFailure& failure, const std::string& fallback_kind);
+
+// Sets verdict and message; `correctness` follows the verdict.
+void set_verdict(Record& record, Verdict verdict, const std::string& message);
+
+// The candidate's own call failed (load, a trial's run, an audit call): runtime_error, timeout,
+// crashed (a lost CUDA context too), interrupted, or rejected (plain_output, T3). `context` goes
+// before the message ("trial 0 D1 (x1)").
+void fail_candidate(Record& record, const WorkerFailure& failure, const std::string& context);
+
+// The candidate's timing request failed (docs/TIMING.md): timeout, crashed, interrupted or
+// runtime_error, with "while timing the candidate: <message>".
+void fail_timing(Record& record, const WorkerFailure& failure, const std::string& message);
+
+// The problem (or the reference) failed: problem_error, or interrupted. Sets metadata.problem_error.
+void fail_problem(Record& record, bool interrupted, const std::string& message);
+
+// The build failed: compile_error, timeout, crashed or interrupted from the build's kind.
+void fail_build(Record& record, const std::string& kind, const std::string& message);
+
+// Findings with severity "reject" (static ones only under the strict policy; runtime ones always).
+bool has_reject(const Record& record);
+// When a finding rejects: verdict rejected with the first rejecting finding's message. True then.
+bool reject_on_findings(Record& record);
+
+// After the checks (and the audit and memory phases): rejected, correct ("passed N of M checks")
+// or wrong_output (the first failed check).
+void decide_checks(Record& record, int passed, int total, const std::string& first_failure);
+
+}  // namespace kbv
