@@ -297,6 +297,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   if (env.device != "cuda") load.emplace(std::vector<int>{reference.pid(), candidate.pid()});
   auto t0 = Clock::now();
   Reply c = candidate.call(msg::to_json(req), timing_timeout(options), serve_draw);
+  const bool arrived_ok = c.status == Reply::Status::ok;
   std::optional<msg::TimeReply> timed = reply_as<msg::TimeReply>(c);
   double candidate_others = -1;  // unknown (GPU, or /proc unreadable)
   if (load)
@@ -309,6 +310,16 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
                                          "fresh timing draws", "T14"));
     reject_on_findings(record);
     return give_up(draw_forged);
+  }
+  if (!timed && arrived_ok) {
+    // An "ok" reply that does not parse comes from hostile code writing on the channel (T14).
+    std::string why = reply_message(c);
+    record.findings.push_back(make_finding("timing_mismatch", reject,
+                                           "the candidate worker's timing reply is malformed (" + why +
+                                               "): the reporting channel was tampered with",
+                                           "timing reply", "T14"));
+    reject_on_findings(record);
+    return give_up("malformed timing reply: " + why);
   }
   if (!timed) {
     std::string message = "while timing the candidate: " + reply_message(c);
