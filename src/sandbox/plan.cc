@@ -322,6 +322,20 @@ Plan make_plan(Mode mode, const std::string& role, const Availability& a, const 
       plan.tmpfs_over = tmpfs_over;
       plan.reveals = reveals;
     }
+    // What the worker must read but a bind above covers (a kbv build folder or a Python under
+    // /tmp, a solution under /dev/shm) is bound back, read-only, at its own path: its source is
+    // opened before the cover goes on.
+    std::vector<std::string> wanted = python_roots(python);
+    wanted.insert(wanted.end(), paths.read.begin(), paths.read.end());
+    for (const std::string& raw : wanted) {
+      std::error_code ec;
+      std::string p = fs::weakly_canonical(raw, ec).string();
+      if (ec || p.empty() || !fs::exists(p, ec)) continue;
+      bool covered = false, listed = false;
+      for (const Bind& b : plan.binds) covered = covered || under(p, b.target);
+      for (const Bind& r : plan.reveals) listed = listed || r.target == p;
+      if (covered && !listed) plan.reveals.push_back({p, p, false, fs::is_directory(p, ec)});
+    }
     if (plan.confine) {
       for (const std::string& point : mount_points()) {
         bool covered = under(point, "/proc");

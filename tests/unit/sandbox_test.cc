@@ -1,6 +1,8 @@
 // The sandbox's pure parts (the /proc status parser, strict/best-effort decisions, the record's
 // judgement) and the spawner applying a plan to a shell (no Python): what the child sees.
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -177,9 +179,10 @@ class SandboxSpawn : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // Runs `script` under --sandbox best-effort's plan for a candidate; returns its output.
-  std::string run(const std::string& script, ChildLayers* layers = nullptr) {
+  std::string run(const std::string& script, ChildLayers* layers = nullptr, std::vector<std::string> read = {}) {
     Availability a = probe();
     Paths paths;
+    paths.read = std::move(read);
     paths.scratch = (dir_ / "scratch").string();
     paths.shm = (dir_ / "scratch").string();
     std::string error;
@@ -226,6 +229,23 @@ TEST_F(SandboxSpawn, TheChildSeesOnlyItsOwnProcessesAndWritesOnlyScratch) {
   if (::geteuid() == 0 && layers.err[kUid] == 0) {
     EXPECT_NE(out.find("uid=65534"), std::string::npos) << out;
   }
+}
+
+// A folder the worker must read that lies under /tmp (a build folder under /tmp, as on the GPU
+// host's check) stays readable, read-only, when the scratch folder covers /tmp.
+TEST_F(SandboxSpawn, AReadPathUnderTmpIsBoundBackReadOnly) {
+  fs::create_directories(dir_ / "lib");
+  { std::ofstream(dir_ / "lib" / "module.txt") << "hello from lib\n"; }
+  ::chmod(dir_.c_str(), 0755);  // uid 65534 searches it (mkdtemp makes 0700)
+  ChildLayers layers;
+  const std::string lib = (dir_ / "lib").string();
+  std::string out = run("cat " + lib + "/module.txt; (echo x > " + lib + "/new) 2>/dev/null && echo lib=written || "
+                        "echo lib=denied",
+                        &layers, {lib});
+  if (layers.err[kMountNs] != 0) GTEST_SKIP() << "no mount namespace here";
+  EXPECT_NE(out.find("hello from lib"), std::string::npos) << out;
+  EXPECT_NE(out.find("lib=denied"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir_ / "lib" / "new"));
 }
 
 // The CPU memory measurement resets the peak RSS through /proc/self/clear_refs (docs/MEMORY.md).
