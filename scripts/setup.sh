@@ -49,7 +49,7 @@ fi
 python=${KBV_PYTHON:-}
 if [[ -z "$python" ]]; then
   python=$root/.venv/bin/python3
-  if ! "$python" -c 'import torch, ninja, numpy, setuptools; assert torch.__version__.startswith("2.11.")' >/dev/null 2>&1; then
+  if ! "$python" -c 'import torch, ninja, numpy, setuptools, einops; assert torch.__version__.startswith("2.11.")' >/dev/null 2>&1; then
     echo "setup: creating .venv with torch 2.11 (a few minutes the first time)"
     [[ -x "$python" ]] || python3 -m venv "$root/.venv"
     "$python" -m pip install -q --disable-pip-version-check -r requirements.txt

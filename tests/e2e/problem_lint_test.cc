@@ -103,6 +103,10 @@ TEST(LintProblems, FindsTheKnownDegenerateProblems) {
   EXPECT_EQ(dropout["insensitive"], all);
   EXPECT_EQ(rules_of(o.record, "10_Conv3d_GroupNorm_Mean.py")["ill_conditioned"], all);
   EXPECT_EQ(rules_of(o.record, "11_Deep_narrow_MLP.py")["insensitive"], all);
+  // Upstream's level 3 imports einops: the environment holds it (requirements.txt).
+  const json* einops = problem_of(o.record, "12_Einops_rearrange.py");
+  ASSERT_NE(einops, nullptr) << o.output;
+  EXPECT_TRUE(einops->at("clean").get<bool>()) << einops->dump(2);
   // Messages name the file and carry numbers.
   for (const auto& f : problem_of(o.record, "2_Cumprod.py")->at("findings")) {
     std::string m = f["message"];
