@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "store/sealed.h"
 #include "util/clock.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -77,18 +78,18 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   return sha256_hex_parts(parts);
 }
 
-std::optional<json> load_baseline(const EvalOptions& options, const std::string& key) {
-  FileText t = read_file(options.cache_dir / "baselines" / (key + ".json"));
-  if (!t.ok) return std::nullopt;
-  json j = json::parse(t.text, nullptr, false);
-  if (!j.is_object() || !j.contains("stats")) return std::nullopt;
-  return j;
+std::optional<json> load_baseline(const EvalOptions& options, const std::string& key, std::string* refused) {
+  SealKey seal = seal_key(options.cache_dir);
+  Unsealed u = read_sealed(options.cache_dir / "baselines" / (key + ".json"), seal.bytes);
+  if (u.check == Unsealed::Check::refused && refused) *refused = seal.error.empty() ? u.reason : seal.error;
+  if (u.check != Unsealed::Check::ok || !u.value.contains("stats")) return std::nullopt;
+  return u.value;
 }
 
 std::string save_baseline(const EvalOptions& options, const std::string& key, const json& entry) {
-  std::error_code ec;
-  fs::create_directories(options.cache_dir / "baselines", ec);
-  return write_file_atomic(options.cache_dir / "baselines" / (key + ".json"), entry.dump(1));
+  SealKey seal = seal_key(options.cache_dir);
+  if (!seal.error.empty()) return seal.error;
+  return write_sealed(options.cache_dir / "baselines" / (key + ".json"), entry, seal.bytes);
 }
 
 std::optional<msg::TimeInputsReply> draw_timing_inputs(WorkerProcess& reference, const EvalOptions& options,
@@ -150,10 +151,9 @@ std::optional<json> device_calibration(WorkerProcess& reference, const EvalOptio
                                        std::string& error) {
   std::string key = sha256_hex_parts({"kbv-calibration-1", env.device, env.device_name, env.torch_version});
   fs::path path = options.cache_dir / "calibration" / (key + ".json");
-  if (FileText t = read_file(path); t.ok) {
-    json j = json::parse(t.text, nullptr, false);
-    if (j.is_object() && j.value("bandwidth_bytes_per_s", 0.0) > 0) return j;
-  }
+  SealKey seal = seal_key(options.cache_dir);
+  Unsealed cached = read_sealed(path, seal.bytes);
+  if (cached.check == Unsealed::Check::ok && cached.value.value("bandwidth_bytes_per_s", 0.0) > 0) return cached.value;
   Reply r = reference.call(msg::to_json(msg::CalibrateRequest{}), ms(options.timeouts.reference_s));
   std::optional<msg::CalibrateReply> calibrated = reply_as<msg::CalibrateReply>(r);
   if (!calibrated) {
@@ -165,9 +165,9 @@ std::optional<json> device_calibration(WorkerProcess& reference, const EvalOptio
   j["device_name"] = env.device_name;
   j["torch_version"] = env.torch_version;
   j["measured_at"] = utc_now();
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  if (std::string e = write_file_atomic(path, j.dump(1)); !e.empty()) j["cache_error"] = e;
+  if (std::string e = seal.error.empty() ? write_sealed(path, j, seal.bytes) : seal.error; !e.empty())
+    j["cache_error"] = e;
+  if (cached.check == Unsealed::Check::refused) j["cache_refused"] = cached.reason;
   return j;
 }
 
@@ -443,9 +443,12 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   // Baselines, cached per problem content, device, versions and protocol.
   FileText problem_text = read_file(pair.problem_path);
   json baselines = json::object(), speedup = json::object(), baseline_errors = json::object();
+  std::vector<std::string> cache_refused;  // cache entries that failed their seal (T20)
   for (const auto& mode : tp.baselines) {
     std::string key = baseline_key(problem_text.ok ? problem_text.text : pair.problem_path.string(), options, env, mode);
-    std::optional<json> entry = load_baseline(options, key);
+    std::string refused;
+    std::optional<json> entry = load_baseline(options, key, &refused);
+    if (!refused.empty()) cache_refused.push_back(fmt::format("the {} baseline: {}", mode, refused));
     bool cached = entry.has_value();
     if (!entry) {
       entry = measure_baseline(reference, options, mode, env.device != "cuda", error);
@@ -495,7 +498,19 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   // The physical floor: inputs read once, outputs written once, at the measured copy bandwidth.
   const uint64_t bytes = sets->input_bytes + sets->output_bytes;
   timing["bytes"] = bytes;
-  if (std::optional<json> cal = device_calibration(reference, options, env, error)) {
+  std::optional<json> cal = device_calibration(reference, options, env, error);
+  if (cal && cal->contains("cache_refused"))
+    cache_refused.push_back("the device calibration: " + (*cal)["cache_refused"].get<std::string>());
+  if (!cache_refused.empty()) {
+    std::string what;
+    for (const auto& entry : cache_refused) what += (what.empty() ? "" : "; ") + entry;
+    record.findings.push_back(make_finding(
+        "cache_entry_refused", "warn",
+        "cached figures failed their seal check and were measured again (something other than kbv wrote them): " +
+            what,
+        "sealed cache entries (CACHE/.seal-key)", "T20"));
+  }
+  if (cal) {
     const double bw = cal->value("bandwidth_bytes_per_s", 0.0);
     const double fl = floor_ms(bytes, bw);
     timing["bandwidth_bytes_per_s"] = bw;

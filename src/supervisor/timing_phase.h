@@ -29,7 +29,10 @@ msg::TimingSettings rule_request(const EvalOptions& options);
 // protocol, precision, mode) under cache_dir/baselines/<key>.json.
 std::string baseline_key(const std::string& problem_text, const EvalOptions& options, const Environment& env,
                          const std::string& mode);
-std::optional<nlohmann::json> load_baseline(const EvalOptions& options, const std::string& key);
+// A cached baseline, or nullopt when none is cached or the entry fails its seal (src/store/sealed.h;
+// then `refused`, if given, says why).
+std::optional<nlohmann::json> load_baseline(const EvalOptions& options, const std::string& key,
+                                            std::string* refused = nullptr);
 std::string save_baseline(const EvalOptions& options, const std::string& key, const nlohmann::json& entry);
 
 // Draws the timing input sets in the reference worker (op time_inputs). Returns the reply, or

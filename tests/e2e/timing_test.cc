@@ -381,6 +381,61 @@ TEST(Timing, BaselineCommandPrecomputesExportsAndImports) {
   EXPECT_NE(wrong.output.find("measured on NVIDIA H200"), std::string::npos) << wrong.output;
 }
 
+// T20: the cached baseline and device calibration are sealed by the supervisor (src/store/sealed.h).
+// Whatever else writes them (a candidate without the sandbox, an old kbv, a hand) is refused: the
+// figures are measured again and the record says so, so a forged 1000x slower baseline or an
+// impossible bandwidth never reaches a speedup or the physical floor.
+TEST(Timing, AForgedCacheEntryIsRefusedAndMeasuredAgain) {
+  fs::path root = scratch("sealed-cache");
+  fs::remove_all(root);
+  const std::string cache = (root / "cache").string();
+  CachedWhateverTheLoad cached_whatever_the_load;
+  auto run = [&](const std::string& name) {
+    fs::path out = root / (name + ".json");
+    return kbv_run({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                    (kSource / "examples/level1/19_ReLU/cpu_honest.py").string(), "--device", "cpu", "--trials", "1",
+                    "--baselines", "fp32", "--time-cap", "0.2", "--json", out.string()},
+                   out, cache);
+  };
+  Outcome first = run("first");
+  ASSERT_EQ(first.code, 0) << first.output;
+  ASSERT_EQ(first.record["verdict"], "correct") << first.record.dump(1);
+  const double honest_ms = first.record["timing"]["baselines"]["fp32"]["median_ms"].get<double>();
+  const double honest_bw = first.record["timing"]["bandwidth_bytes_per_s"].get<double>();
+
+  // The forgery: the seal kept, the figures changed; one baseline and the calibration.
+  int forged = 0;
+  for (const char* folder : {"baselines", "calibration"})
+    for (const auto& f : fs::directory_iterator(fs::path(cache) / folder)) {
+      json j = json::parse(kbv::read_file(f.path()).text, nullptr, false);
+      ASSERT_TRUE(j.is_object() && j.contains("seal")) << f.path() << " is not sealed";
+      if (j.contains("stats")) j["stats"]["median_ms"] = 1000 * honest_ms;
+      if (j.contains("bandwidth_bytes_per_s")) j["bandwidth_bytes_per_s"] = 1e18;
+      ASSERT_TRUE(kbv::write_file_atomic(f.path(), j.dump()).empty());
+      ++forged;
+    }
+  ASSERT_EQ(forged, 2);
+
+  Outcome second = run("second");
+  ASSERT_EQ(second.code, 0) << second.output;
+  const json& t = second.record["timing"];
+  EXPECT_FALSE(t["baselines"]["fp32"]["cached"].get<bool>()) << t.dump(1);
+  EXPECT_LT(t["baselines"]["fp32"]["median_ms"].get<double>(), 100 * honest_ms) << "the forged baseline was used";
+  EXPECT_LT(t["bandwidth_bytes_per_s"].get<double>(), 100 * honest_bw) << "the forged calibration was used";
+  std::string message;
+  for (const auto& f : second.record["findings"])
+    if (f["rule"] == "cache_entry_refused") message = f["message"];
+  EXPECT_NE(message.find("the fp32 baseline"), std::string::npos) << second.record["findings"].dump(1);
+  EXPECT_NE(message.find("the device calibration"), std::string::npos) << message;
+  EXPECT_NE(message.find("does not match"), std::string::npos) << message;
+
+  // Measured again and sealed again: the third run uses the cache, with nothing to say.
+  Outcome third = run("third");
+  ASSERT_EQ(third.code, 0) << third.output;
+  EXPECT_TRUE(third.record["timing"]["baselines"]["fp32"]["cached"].get<bool>());
+  for (const auto& f : third.record["findings"]) EXPECT_NE(f["rule"], "cache_entry_refused") << f.dump();
+}
+
 // ---- GPU (the lead runs these on the H200) ----
 
 TEST(TimingGpu, SideStreamWorkIsInsideTheTime) {
