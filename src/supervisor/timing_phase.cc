@@ -15,6 +15,7 @@
 #include "util/hash.h"
 #include "util/host_load.h"
 #include "util/interrupt.h"
+#include "util/sched.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -440,6 +441,24 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
         "processes adopted by kbv when the candidate's worker stopped", "T17"));
   }
 
+  // T21: the reference's threads scheduled as kbv's own (affinity, nice, policy) before they time
+  // the baselines; what a candidate changed is set back and said. Not set back: not cached.
+  bool reference_as_spawned = true;
+  if (std::vector<SchedulingDrift> drift = restore_scheduling(reference.pid()); !drift.empty()) {
+    std::string list;
+    for (const SchedulingDrift& d : drift) {
+      list += fmt::format("{}thread {} {}", list.empty() ? "" : "; ", d.tid, d.what);
+      if (!d.restored) list += " (not set back: " + d.error + ")";
+      reference_as_spawned = reference_as_spawned && d.restored;
+    }
+    record.findings.push_back(make_finding(
+        "reference_disturbed", "warn",
+        fmt::format("the reference worker's scheduling was changed while the candidate ran: {}; {}", list,
+                    reference_as_spawned ? "set back before the baselines were timed"
+                                         : "could not be set back, so this record's baselines are not cached"),
+        "/proc/<reference>/task/*: affinity, nice and policy against kbv's own", "T21"));
+  }
+
   // Baselines, cached per problem content, device, versions and protocol.
   FileText problem_text = read_file(pair.problem_path);
   json baselines = json::object(), speedup = json::object(), baseline_errors = json::object();
@@ -457,7 +476,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
         (*entry)["problem_file"] = pair.problem_path.filename().string();
         (*entry)["device_name"] = env.device_name;
         (*entry)["torch_version"] = env.torch_version;
-        if (baseline_cacheable(*entry)) save_baseline(options, key, *entry);
+        if (reference_as_spawned && baseline_cacheable(*entry)) save_baseline(options, key, *entry);
       }
     }
     if (!entry) {

@@ -211,6 +211,32 @@ TEST(Sandbox, TheGradersProcessesCannotBeSignalledOrPinned) {
   EXPECT_NE(why(off).find("sched_setaffinity on the reference"), std::string::npos) << why(off);
 }
 
+// T21 with the timing on: the candidate pins the reference's threads to one CPU and renices them.
+// Strict: the calls fail, nothing to say. Off: kbv finds the change before the baselines are timed,
+// sets it back and warns `reference_disturbed`.
+TEST(Sandbox, APinnedReferenceIsSetBackBeforeTheBaselines) {
+  fs::path dir = scratch("pin");
+  const std::vector<std::string> timed = {"--timing", "on", "--baselines", "fp32", "--time-cap", "0.2"};
+  auto disturbed = [](const Outcome& o) {
+    for (const auto& f : o.record["findings"])
+      if (f["rule"] == "reference_disturbed") return f["message"].get<std::string>();
+    return std::string();
+  };
+  Outcome strict = eval_attack("pin.py", "strict", dir, {}, kProblem, timed);
+  expect_contained(strict);
+  EXPECT_EQ(disturbed(strict), "") << strict.record["findings"].dump(1);
+
+  Outcome off = eval_attack("pin.py", "off", dir, {}, kProblem, timed);
+  ASSERT_EQ(off.code, 0) << off.output;
+  EXPECT_EQ(off.record.value("verdict", ""), "correct") << why(off);
+  const std::string message = disturbed(off);
+  EXPECT_NE(message.find("nice 19"), std::string::npos) << "the control: without the sandbox it renices\n" << why(off);
+  EXPECT_NE(message.find("set back before the baselines were timed"), std::string::npos) << message;
+  if (::sysconf(_SC_NPROCESSORS_ONLN) > 1) {
+    EXPECT_NE(message.find("affinity "), std::string::npos) << message;
+  }
+}
+
 TEST(Sandbox, FilesLeftInTmpAreGone) {
   fs::path dir = scratch("tmp");
   const std::string marker = "e2e-" + std::to_string(::getpid());
