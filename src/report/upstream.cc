@@ -276,6 +276,8 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
     kb.key = e.key;
     kb.standard_correctness = standard;
     if (auto pm = positive_number(v, "peak_memory")) kb.peak_memory = *pm;
+    if (v.contains("memory_stats") && v["memory_stats"].is_object() && !v["memory_stats"].empty())
+      kb.unknown.extra["memory_stats"] = v["memory_stats"];
     std::string verdict, message;
     if (!compiled) {
       std::string err = upstream_error(metadata);
@@ -283,6 +285,17 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
                 : metadata.contains("cuda_error") || metadata.contains("gpu_error")    ? "crashed"
                                                                                        : "compile_error";
       message = err.empty() ? "did not compile (upstream left no error text)" : "upstream: " + first_line(err);
+    } else if (!standard && string_of(metadata, "eval_status") == "timeout") {
+      // KernelBench-Verified's eval_from_generations.py: the sample's evaluation ran past its limit.
+      verdict = "timeout";
+      std::optional<double> limit = positive_number(metadata, "timeout_s");
+      message = limit ? fmt::format("upstream: the evaluation timed out after {:g} s", *limit)
+                      : std::string("upstream: the evaluation timed out");
+    } else if (!standard && string_of(metadata, "eval_status") == "eval_exception") {
+      // The harness itself raised while evaluating the sample (its text in "error").
+      verdict = "runtime_error";
+      std::string err = string_of(metadata, "error");
+      message = "upstream: the evaluation raised" + (err.empty() ? std::string() : ": " + first_line(err));
     } else if (!standard) {
       verdict = metadata.contains("runtime_error") ? "runtime_error" : "wrong_output";
       std::string err = upstream_error(metadata);
@@ -403,6 +416,64 @@ std::optional<int> infer_run_level(const fs::path& run_dir) {
   return std::nullopt;
 }
 
+namespace {
+
+// KernelBench-Verified names its hidden configs config_1..config_N in its hidden-test order, which
+// is kbv's D1..D4 (x1, x3, x0.01, x-1); other names pass through.
+std::string config_name(const std::string& distribution) {
+  static const std::regex d(R"(^D(\d+)$)");
+  std::smatch m;
+  return std::regex_match(distribution, m, d) ? "config_" + m[1].str() : distribution;
+}
+
+// The largest max_abs_error over a trial's outputs, when it compared any.
+std::optional<double> max_abs_error(const TrialResult& t) {
+  if (!t.comparisons || !t.comparisons->is_array()) return std::nullopt;
+  std::optional<double> worst;
+  for (const auto& c : *t.comparisons)
+    if (c.is_object() && c.contains("max_abs_error") && c["max_abs_error"].is_number()) {
+      const double x = c["max_abs_error"].get<double>();
+      if (!worst || x > *worst) worst = x;
+    }
+  return worst;
+}
+
+std::string reason_text(const TrialResult& t) {
+  if (!t.reason) return "";
+  return t.reason->is_string() ? t.reason->get<std::string>() : t.reason->dump();
+}
+
+// What upstream's harness writes into metadata for a kbv record's own trials: max_difference for
+// failed D1 trials (upstream's standard check; generate_leaderboard --fp32_tolerance re-thresholds
+// on it), and for the hidden file the hidden run's own keys, per config.
+void add_trial_metadata(const Record& r, bool hidden, nlohmann::ordered_json& metadata) {
+  std::vector<std::string> max_difference, hidden_max, hidden_errors;
+  std::set<std::string> configs, failed;
+  for (const TrialResult& t : r.distributions) {
+    if (t.unknown.absent.count("distribution")) continue;
+    const std::string config = config_name(t.distribution);
+    configs.insert(config);
+    if (t.passed.value_or(true)) continue;
+    failed.insert(config);
+    std::optional<double> diff = max_abs_error(t);
+    if (t.distribution == "D1" && diff) max_difference.push_back(fmt::format("{:.6f}", *diff));
+    if (!hidden) continue;
+    if (diff)
+      hidden_max.push_back(fmt::format("{}: {:.6f}", config, *diff));
+    else if (std::string why = reason_text(t); !why.empty())
+      hidden_errors.push_back(fmt::format("{}: {}", config, why.substr(0, 200)));
+  }
+  if (!max_difference.empty()) metadata["max_difference"] = max_difference;
+  if (!hidden || configs.empty()) return;
+  if (!hidden_max.empty()) metadata["hidden_max_difference"] = hidden_max;
+  if (!hidden_errors.empty()) metadata["hidden_runtime_error"] = hidden_errors;
+  if (failed.empty())
+    metadata["hidden_correctness_trials"] =
+        fmt::format("({}/{} hidden configs passed)", configs.size(), configs.size());
+}
+
+}  // namespace
+
 nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records, bool hidden) {
   std::map<std::pair<int, int>, const Record*> ordered;
   for (const auto& r : records) {
@@ -415,15 +486,35 @@ nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records,
     SampleView v = view_of(r);
     const std::optional<bool> gate = hidden ? v.hidden : v.standard;
     if (!gate) continue;  // this record never ran that check
+    // An imported sample that had no hidden entry stays without one (upstream's leaderboard warns
+    // about it and counts it as failed), rather than becoming an explicit `false`.
+    const bool imported = r.kernelbench.has_value();
+    if (hidden && imported && !r.kernelbench->hidden_metadata) continue;
     nlohmann::ordered_json e = nlohmann::ordered_json::object();
     e["sample_id"] = key.second;
     e["compiled"] = v.compiled;
     e["correctness"] = *gate;
-    nlohmann::ordered_json metadata = r.unknown.absent.count("metadata") ? nlohmann::ordered_json::object()
-                                                                         : nlohmann::ordered_json(to_json(r.metadata));
-    if (hidden) metadata["hidden_failed_configs"] = v.failed_distributions;
+    nlohmann::ordered_json metadata;
+    if (hidden && imported) {
+      metadata = nlohmann::ordered_json(*r.kernelbench->hidden_metadata);  // the hidden run's own, as read
+    } else {
+      metadata = r.unknown.absent.count("metadata") ? nlohmann::ordered_json::object()
+                                                    : nlohmann::ordered_json(to_json(r.metadata));
+      if (!imported) add_trial_metadata(r, hidden, metadata);
+      if (hidden) {
+        std::vector<std::string> configs;
+        for (const auto& d : v.failed_distributions) configs.push_back(config_name(d));
+        if (!configs.empty() || !metadata.contains("hidden_failed_configs")) metadata["hidden_failed_configs"] = configs;
+      }
+    }
     e["metadata"] = metadata;
-    e["runtime"] = r.runtime;
+    // Upstream's runtime is the mean of its timed trials; kbv's record keeps the median, so the
+    // export writes the mean (runtime_stats.mean) where kbv timed it (docs/METRICS.md).
+    double runtime = r.runtime;
+    if (!imported && runtime > 0 && r.runtime_stats.is_object() && r.runtime_stats.contains("mean") &&
+        r.runtime_stats["mean"].is_number())
+      runtime = r.runtime_stats["mean"].get<double>();
+    e["runtime"] = runtime;
     e["runtime_stats"] = r.unknown.absent.count("runtime_stats") ? nlohmann::ordered_json::object()
                                                                  : nlohmann::ordered_json(r.runtime_stats);
     // Peak memory: kbv's measurement, else what an import carried.
@@ -435,7 +526,16 @@ nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records,
     if (r.memory && r.memory->measured.value_or(false) && r.memory->candidate)
       peak = positive(r.memory->candidate->peak_bytes);
     if (!peak && r.kernelbench) peak = positive(r.kernelbench->peak_memory);
-    if (peak) e["peak_memory"] = *peak;
+    if (peak) {
+      e["peak_memory"] = *peak;
+      // KernelBench-Verified's memory_stats: {peak_bytes, hardware, device}.
+      nlohmann::ordered_json stats = {{"peak_bytes", *peak}};
+      stats["hardware"] = r.metadata.hardware.value_or("");
+      stats["device"] = r.metadata.device.value_or("");
+      if (imported && r.kernelbench->unknown.extra.contains("memory_stats"))
+        stats = nlohmann::ordered_json(r.kernelbench->unknown.extra["memory_stats"]);
+      e["memory_stats"] = stats;
+    }
     out[fmt::format("{}_{}", key.first, key.second)] = std::move(e);
   }
   return out;

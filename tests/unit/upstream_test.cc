@@ -268,7 +268,85 @@ TEST_F(UpstreamTest, NativeRecordsExportTheirGates) {
   EXPECT_EQ(standard["19_0"]["correctness"], true) << "D1 passed: KernelBench's check would pass it";
   EXPECT_EQ(standard["19_0"]["peak_memory"], 4096.0);
   EXPECT_EQ(hidden["19_0"]["correctness"], false);
-  EXPECT_EQ(hidden["19_0"]["metadata"]["hidden_failed_configs"], json::array({"D4"}));
+  // KernelBench-Verified's names: config_N in its hidden order (kbv's D1..D4).
+  EXPECT_EQ(hidden["19_0"]["metadata"]["hidden_failed_configs"], json::array({"config_4"}));
+}
+
+// What KernelBench-Verified's harness writes for a sample, from a kbv record's own trials: the
+// hidden run's per-config keys, max_difference of the failed D1 trials (generate_leaderboard
+// --fp32_tolerance re-thresholds on it), memory_stats, and the mean as `runtime`.
+TEST_F(UpstreamTest, NativeRecordsExportWhatUpstreamsHarnessWrites) {
+  json cmp = json::array({{{"numel", 8}, {"mismatches", 2}, {"max_abs_error", 0.25}, {"rel_l2_error", 0.1}},
+                          {{"numel", 8}, {"mismatches", 1}, {"max_abs_error", 0.5}, {"rel_l2_error", 0.2}}});
+  json native = {
+      {"level", 1},
+      {"problem_id", 19},
+      {"sample_id", 2},
+      {"compiled", true},
+      {"correctness", false},
+      {"verdict", "wrong_output"},
+      {"runtime", 1.5},
+      {"runtime_stats", {{"mean", 1.75}, {"median", 1.5}}},
+      {"metadata", {{"hardware", "NVIDIA H200"}, {"device", "cuda:0"}}},
+      {"protocol", {{"name", "kbv"}, {"trials", 1}}},
+      {"distributions", json::array({{{"distribution", "D1"}, {"passed", false}, {"comparisons", cmp}},
+                                     {{"distribution", "D2"}, {"passed", true}},
+                                     {{"distribution", "D3"}, {"passed", false}, {"reason", "raised: CUDA error"}},
+                                     {{"distribution", "D4"}, {"passed", true}}})},
+      {"memory", {{"measured", true}, {"candidate", {{"peak_bytes", 4096}}}}}};
+  auto standard = verified_eval_results({record_from_json(native).record}, false);
+  auto hidden = verified_eval_results({record_from_json(native).record}, true);
+  const auto& s = standard["19_2"];
+  EXPECT_EQ(s["metadata"]["max_difference"], json::array({"0.500000"})) << s.dump();
+  EXPECT_DOUBLE_EQ(s["runtime"].get<double>(), 1.75) << "upstream's runtime is a mean";
+  EXPECT_EQ(json::parse(s["memory_stats"].dump()),
+            (json{{"peak_bytes", 4096.0}, {"hardware", "NVIDIA H200"}, {"device", "cuda:0"}}));
+  const auto& h = hidden["19_2"]["metadata"];
+  EXPECT_EQ(h["hidden_failed_configs"], json::array({"config_1", "config_3"})) << h.dump();
+  EXPECT_EQ(h["hidden_max_difference"], json::array({"config_1: 0.500000"})) << h.dump();
+  EXPECT_EQ(h["hidden_runtime_error"], json::array({"config_3: raised: CUDA error"})) << h.dump();
+  EXPECT_EQ(h["max_difference"], json::array({"0.500000"}));
+  EXPECT_FALSE(h.contains("hidden_correctness_trials"));
+}
+
+// An imported KernelBench-Verified run exported again keeps the hidden run's own metadata and
+// memory_stats, and a sample the hidden file did not have stays absent (not an explicit false).
+TEST_F(UpstreamTest, VerifiedExportKeepsTheHiddenRunsOwnMetadata) {
+  fs::path f = write("eval_results.json", R"json({
+    "1_0": {"sample_id": 0, "compiled": true, "correctness": false,
+            "metadata": {"max_difference": ["0.000200"], "hardware": "NVIDIA H200"}, "runtime": 2.0,
+            "runtime_stats": {"mean": 2.0}, "peak_memory": 1000,
+            "memory_stats": {"peak_bytes": 1000, "hardware": "NVIDIA H200", "device": "cuda:0"}},
+    "1_1": {"sample_id": 1, "compiled": true, "correctness": true, "metadata": {}, "runtime": 3.0,
+            "runtime_stats": {"mean": 3.0}},
+    "2_0": {"sample_id": 0, "compiled": true, "correctness": false,
+            "metadata": {"eval_status": "timeout", "timeout_s": 180}, "runtime": -1.0, "runtime_stats": {}},
+    "3_0": {"sample_id": 0, "compiled": true, "correctness": false,
+            "metadata": {"eval_status": "eval_exception", "error": "CUDA out of memory"}, "runtime": -1.0,
+            "runtime_stats": {}}
+  })json");
+  fs::path h = write("eval_results_hidden.json", R"json({
+    "1_0": {"sample_id": 0, "compiled": true, "correctness": false,
+            "metadata": {"max_difference": ["0.000300"], "hidden_failed_configs": ["config_2"],
+                         "hidden_max_difference": ["config_2: 0.010000"]}}
+  })json");
+  UpstreamRead r = read_eval_results(f, h, 1, dir_);
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.records.size(), 4u);
+  EXPECT_EQ(r.records[2].verdict, Verdict::timeout) << r.records[2].message;
+  EXPECT_NE(r.records[2].message.find("180 s"), std::string::npos) << r.records[2].message;
+  EXPECT_EQ(r.records[3].verdict, Verdict::runtime_error) << r.records[3].message;
+  EXPECT_NE(r.records[3].message.find("CUDA out of memory"), std::string::npos) << r.records[3].message;
+
+  auto standard = verified_eval_results(r.records, false);
+  auto hidden = verified_eval_results(r.records, true);
+  EXPECT_EQ(standard["1_0"]["memory_stats"]["device"], "cuda:0") << standard["1_0"].dump();
+  EXPECT_EQ(standard["1_0"]["metadata"]["max_difference"], json::array({"0.000200"}));
+  EXPECT_EQ(hidden["1_0"]["metadata"]["max_difference"], json::array({"0.000300"})) << "the hidden run's own";
+  EXPECT_EQ(hidden["1_0"]["metadata"]["hidden_max_difference"], json::array({"config_2: 0.010000"}));
+  EXPECT_EQ(hidden["1_0"]["metadata"]["hidden_failed_configs"], json::array({"config_2"}));
+  EXPECT_FALSE(hidden.contains("1_1")) << "no hidden entry upstream: none exported";
+  EXPECT_DOUBLE_EQ(standard["1_1"]["runtime"].get<double>(), 3.0);
 }
 
 }  // namespace
