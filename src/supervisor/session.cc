@@ -140,6 +140,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
   o.env_set["PYTHONUNBUFFERED"] = "1";
   const unsigned n = serial++;
   o.log_path = config.log_dir / fmt::format("{}-{}-{}.log", role, getpid(), n);
+  o.log_cap = LogCap{};  // a worker's output is bounded (16 MiB, the last 1 MiB kept): util/log_pump.h
   auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
   w->role_ = role;
   w->log_path_ = o.log_path;
@@ -240,6 +241,7 @@ std::string WorkerProcess::died_detail() {
   else
     how = kill_group(pid_).describe();
   end_group();
+  drain_log(log_path_);  // its last words may still be in the pipe
   std::string tail = tail_file(log_path_, 2000);
   std::string d = fmt::format("the {} worker {}", role_, how);
   ended_ = fmt::format("it {} during an earlier request (log: {})", how, log_path_.string());

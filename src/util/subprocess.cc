@@ -8,6 +8,8 @@
 //   and the child closes everything except 0-4 before exec.
 #include "util/subprocess.h"
 
+#include "util/log_pump.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -368,11 +370,13 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
     max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
 
-  int null_fd = -1, log_fd = -1;
+  int null_fd = -1, log_fd = -1, log_read = -1, log_file = -1;
   int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, report_pipe[2] = {-1, -1};
   auto cleanup = [&] {
     close_fd(null_fd);
     close_fd(log_fd);
+    close_fd(log_read);
+    close_fd(log_file);
     for (int* p : {in_pipe, out_pipe, report_pipe}) {
       close_fd(p[0]);
       close_fd(p[1]);
@@ -388,6 +392,15 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
   if (out_fd < 0) {
     if (options.log_path.empty()) {
       log_fd = ::fcntl(null_fd, F_DUPFD_CLOEXEC, 0);
+    } else if (options.log_cap) {
+      // Through a pipe that the log pump bounds (util/log_pump.h); the file is opened here, so a
+      // log that cannot be written is said before anything starts.
+      log_file = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      int log_pipe[2] = {-1, -1};
+      if (log_file >= 0 && ::pipe2(log_pipe, O_CLOEXEC) == 0) {
+        log_read = log_pipe[0];
+        log_fd = log_pipe[1];
+      }
     } else {
       log_fd = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     }
@@ -475,6 +488,10 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
   close_fd(out_pipe[1]);
   close_fd(null_fd);
   close_fd(log_fd);
+  if (log_read >= 0) {  // the pump owns both ends from here
+    pump_log(log_read, log_file, options.log_path, *options.log_cap);
+    log_read = log_file = -1;
+  }
 
   // Reports until end of file (the exec closed the last copy of the pipe): the sandbox's layers,
   // then nothing, or a failure.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sandbox/sandbox.h"
+#include "util/log_pump.h"
 
 namespace kbv {
 
@@ -19,6 +20,7 @@ struct SpawnOptions {
   std::map<std::string, std::string> env_set;     // added to / overriding the inherited environment
   std::vector<std::string> env_unset;             // removed from the inherited environment
   std::filesystem::path log_path;                 // stdout and stderr of the child go here (appended); empty: /dev/null
+  std::optional<LogCap> log_cap;                  // bound the log (through a pipe and util/log_pump.h); none: the file itself
   std::filesystem::path cwd;                      // empty: inherit
   bool protocol_pipes = true;                     // create the two pipes below (child fds 3 = in, 4 = out)
   // Applied between fork and exec (src/sandbox). With a PID namespace the child forks twice: the

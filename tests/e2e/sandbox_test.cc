@@ -237,6 +237,24 @@ TEST(Sandbox, APinnedReferenceIsSetBackBeforeTheBaselines) {
   }
 }
 
+// A candidate that floods its output: the worker's log is bounded (util/log_pump.h), its end kept.
+TEST(Sandbox, AFloodedWorkerLogIsBounded) {
+  fs::path dir = scratch("flood");
+  Outcome o = eval_attack("flood.py", "strict", dir, {});
+  expect_contained(o);
+  int candidate_logs = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir / "cache" / "logs", ec)) {
+    EXPECT_LE(fs::file_size(e.path()), (16u << 20) + 200) << e.path();
+    if (e.path().filename().string().rfind("candidate-", 0) != 0) continue;
+    const std::string log = kbv::read_file(e.path()).text;
+    if (log.find("bytes of output dropped here") == std::string::npos) continue;
+    ++candidate_logs;
+    EXPECT_NE(log.find("the flood is over"), std::string::npos) << "the last output is kept";
+  }
+  EXPECT_GE(candidate_logs, 1) << "a candidate worker's log was cut";
+}
+
 TEST(Sandbox, FilesLeftInTmpAreGone) {
   fs::path dir = scratch("tmp");
   const std::string marker = "e2e-" + std::to_string(::getpid());

@@ -80,6 +80,37 @@ TEST_F(Subprocess, OutputAndErrorsAppendToLog) {
   EXPECT_EQ(tail_file(dir_ / "absent.log", 100), "");
 }
 
+// A bounded log (util/log_pump.h): the same lines as the file itself below the cap, appended
+// after what the file held; a flood keeps its head and its last bytes (where a traceback is), with
+// a line saying how much was dropped, and the file stays within the cap.
+TEST_F(Subprocess, ABoundedLogKeepsItsHeadAndTailAndSaysWhatItDropped) {
+  SpawnOptions o;
+  o.log_path = dir_ / "capped.log";
+  o.log_cap = LogCap{1u << 20, 64u << 10};
+  o.argv = {"sh", "-c", "echo out; echo err >&2"};
+  run_to_end(o);
+  drain_log(o.log_path, 2000ms);
+  EXPECT_EQ(read(o.log_path), "out\nerr\n");
+  o.argv = {"echo", "again"};
+  run_to_end(o);
+  drain_log(o.log_path, 2000ms);
+  EXPECT_EQ(read(o.log_path), "out\nerr\nagain\n") << "appended, like the file itself";
+
+  o.log_path = dir_ / "flood.log";
+  o.argv = {"sh", "-c", "echo FIRST; head -c 20000000 /dev/zero | tr '\\000' a; echo; echo THE_LAST_WORDS >&2"};
+  ExitStatus st = run_to_end(o);
+  EXPECT_TRUE(st.exited && st.code == 0) << st.describe();
+  drain_log(o.log_path, 2000ms);
+  const std::string log = read(o.log_path);
+  EXPECT_LE(log.size(), (1u << 20) + 200) << "bounded by the cap (and the line about what was dropped)";
+  EXPECT_EQ(log.rfind("FIRST\n", 0), 0u) << log.substr(0, 40);
+  EXPECT_NE(log.find("bytes of output dropped here"), std::string::npos);
+  const std::string end = "THE_LAST_WORDS\n";
+  ASSERT_GE(log.size(), end.size());
+  EXPECT_EQ(log.substr(log.size() - end.size()), end) << "the tail, where a traceback is, is kept";
+  EXPECT_EQ(tail_file(o.log_path, end.size()), end);
+}
+
 TEST_F(Subprocess, ProtocolPipesRoundTrip) {
   SpawnOptions o;
   o.argv = {"/bin/sh", "-c", "read x <&3; echo \"got $x\" >&4"};
