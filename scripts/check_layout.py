@@ -9,6 +9,11 @@ The map is the fenced block tagged `kbv-layout` in DESIGN.md ("Layout map"):
 Text after '#' is a comment. Fails (exit 1, one line per problem) on an include the map forbids,
 on a cycle between folders (in the map or in the code), on a folder of src/ the map does not
 name, and on a room of the map (not planned) that is not in src/.
+Also fails on a file of src/ outside src/cli/ that prints to the terminal or ends the process
+(printf, fprintf/fputs/fwrite to stdout or stderr, puts, std::cout/cerr/clog, fmt::print, exit):
+only the CLI prints and picks an exit code (DESIGN.md, "Errors and exit codes"). src/worker/ is
+exempt: a worker's stdout/stderr is not the terminal but its own log file (cache/logs), which the
+supervisor reads back when the worker fails; `_exit` in a forked child (util/subprocess) is not `exit`.
 Usage: scripts/check_layout.py [--root DIR]
 """
 import argparse
@@ -18,6 +23,23 @@ from pathlib import Path
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCES = {".h", ".hh", ".hpp", ".cc", ".cpp", ".cu", ".cuh"}
+# Rooms that may print: the CLI, and the worker (its stdout/stderr is its log file, not the terminal).
+MAY_PRINT = {"cli", "worker"}
+PRINTS = re.compile(
+    r"(?<![\w.:])(?:std::|::)?(?:printf|puts|exit|quick_exit)\s*\("
+    r"|\b(?:fprintf|vfprintf|fputs|fputc|putc|fwrite|fflush)\s*\([^;]*\b(?:stdout|stderr)\b"
+    r"|\bstd::(?:cout|cerr|clog)\b"
+    r"|\bfmt::print\s*\(")
+STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def printing_lines(text):
+    """(line number, line) of each call that prints to the terminal or exits, strings and comments left out."""
+    code = STRING_OR_COMMENT.sub(lambda m: '""' if m.group(0)[0] in "\"'" else
+                                 "\n" * m.group(0).count("\n"), text)
+    lines = text.splitlines()
+    return [(n, lines[n - 1].strip() if n <= len(lines) else "")
+            for n, line in enumerate(code.splitlines(), 1) if PRINTS.search(line)]
 
 
 def read_map(design):
@@ -117,7 +139,12 @@ def main():
         room = path.relative_to(src).parts[0]
         if len(path.relative_to(src).parts) < 2 or room not in rooms:
             continue  # a file directly in src/ or in an unnamed folder (reported above)
-        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        text = path.read_text(errors="replace")
+        if room not in MAY_PRINT:
+            for n, line in printing_lines(text):
+                problems.append(f"{rel}:{n}: prints to the terminal or exits outside src/cli ({line}); return an "
+                                f"Outcome and send lines through Notify (util/outcome.h)")
+        for n, line in enumerate(text.splitlines(), 1):
             m = INCLUDE.match(line)
             if not m or "/" not in m.group(1):
                 continue  # not an include, or one of the same folder

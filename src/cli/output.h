@@ -2,6 +2,7 @@
 // place where both are decided (docs/CLI.md, "Exit codes").
 #pragma once
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "util/outcome.h"
@@ -27,17 +28,9 @@ inline int exit_code(Status s) {
 }
 
 // Prints notices as `<prefix>: text` (info), `<prefix>: warning: text`, progress lines as they
-// are, data on stdout.
-inline Notify printer(std::string prefix) {
-  return [prefix = std::move(prefix)](const Notice& n) {
-    switch (n.kind) {
-      case Notice::Kind::info: std::fprintf(stderr, "%s: %s\n", prefix.c_str(), n.text.c_str()); break;
-      case Notice::Kind::warning: std::fprintf(stderr, "%s: warning: %s\n", prefix.c_str(), n.text.c_str()); break;
-      case Notice::Kind::progress: std::fprintf(stderr, "%s\n", n.text.c_str()); break;
-      case Notice::Kind::data: std::fwrite(n.text.data(), 1, n.text.size(), stdout); break;
-    }
-  };
-}
+// are, data on stdout; a run of items (begin_items .. end_items) as the progress display
+// (cli/progress.h: a live status line on a terminal, plain lines otherwise). Thread-safe.
+Notify printer(std::string prefix);
 
 // Shows how a command ended (its message, if any) and returns its exit code.
 inline int finish(const std::string& prefix, const Outcome& outcome) {

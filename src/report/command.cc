@@ -3,8 +3,6 @@
 
 #include <cctype>
 
-#include <cstdio>
-#include <iostream>
 #include <map>
 #include <set>
 #include <tuple>
@@ -62,11 +60,10 @@ std::vector<BaselineTimes> read_baselines(const std::vector<std::string>& args, 
   return out;
 }
 
-std::string write_output(const std::string& out, const std::string& text) {
+std::string write_output(const std::string& out, const std::string& text, const Notify& notify) {
   if (out.empty() || out == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return std::cout ? "" : "cannot write to stdout";
+    data(notify, text);
+    return "";
   }
   return write_file_atomic(out, text);
 }
@@ -169,32 +166,24 @@ std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, s
   return {std::move(run)};
 }
 
-int report_command(const ReportOptions& options) {
+Outcome report_command(const ReportOptions& options, const Notify& notify) {
   const std::string format = report_format(options.format, options.out);
-  if (format.empty()) {
-    if (options.format.empty())
-      std::fprintf(stderr, "kbv report: --out %s: kbv writes .md, .html, .csv or .json reports (or give --format)\n",
-                   options.out.c_str());
-    else
-      std::fprintf(stderr, "kbv report: --format %s: use md, html, csv or json\n", options.format.c_str());
-    return 2;
-  }
+  if (format.empty())
+    return Outcome::fail(Status::input_error,
+                         options.format.empty()
+                             ? fmt::format("--out {}: kbv writes .md, .html, .csv or .json reports (or give --format)",
+                                           options.out)
+                             : fmt::format("--format {}: use md, html, csv or json", options.format));
   std::string error;
   std::vector<BaselineTimes> baselines = read_baselines(options.baseline_files, error);
-  if (!error.empty()) {
-    std::fprintf(stderr, "kbv report: %s\n", error.c_str());
-    return 2;
-  }
+  if (!error.empty()) return Outcome::fail(Status::input_error, error);
   ReportInput input;
   input.baseline = options.baseline;
   std::vector<ProblemSlot> problems;
   if (options.problems_dir) {
     Discovery d = discover_dataset(*options.problems_dir);
-    if (!d.error.empty()) {
-      std::fprintf(stderr, "kbv report: %s\n", d.error.c_str());
-      return 2;
-    }
-    for (const auto& w : d.warnings) std::fprintf(stderr, "kbv report: warning: %s\n", w.c_str());
+    if (!d.error.empty()) return Outcome::fail(Status::input_error, d.error);
+    for (const auto& w : d.warnings) warn(notify, w);
     for (const auto& p : d.problems) problems.push_back({p.level, p.id, p.name});
     input.notes.push_back(fmt::format("problems: {} from {}", problems.size(), options.problems_dir->string()));
   }
@@ -206,11 +195,8 @@ int report_command(const ReportOptions& options) {
   for (const auto& dir : options.runs) {
     std::vector<std::string> warnings;
     std::vector<LoadedRun> loaded = load_run(dir, options.level, warnings, error);
-    for (const auto& w : warnings) std::fprintf(stderr, "kbv report: warning: %s\n", w.c_str());
-    if (!error.empty()) {
-      std::fprintf(stderr, "kbv report: %s\n", error.c_str());
-      return 2;
-    }
+    for (const auto& w : warnings) warn(notify, w);
+    if (!error.empty()) return Outcome::fail(Status::input_error, error);
     for (auto& run : loaded) {
       if (!options.precision.empty() && run.precision != options.precision) continue;
       if (run.protocol == kImportProtocol)
@@ -234,11 +220,11 @@ int report_command(const ReportOptions& options) {
     }
   }
 
-  if (input.runs.empty() && !options.precision.empty()) {
-    std::fprintf(stderr, "kbv report: no results of precision %s in the given run folder(s) (evaluate with "
-                 "`kbv eval --run DIR --precision %s`)\n", options.precision.c_str(), options.precision.c_str());
-    return 2;
-  }
+  if (input.runs.empty() && !options.precision.empty())
+    return Outcome::fail(Status::input_error,
+                         fmt::format("no results of precision {} in the given run folder(s) (evaluate with "
+                                     "`kbv eval --run DIR --precision {}`)",
+                                     options.precision, options.precision));
   std::string text;
   if (format == "md")
     text = render_markdown(input);
@@ -248,45 +234,32 @@ int report_command(const ReportOptions& options) {
     text = render_csv(input);
   else
     text = render_json(input).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-  std::string e = write_output(options.out, text);
-  if (!e.empty()) {
-    std::fprintf(stderr, "kbv report: %s\n", e.c_str());
-    return 2;
-  }
+  if (std::string e = write_output(options.out, text, notify); !e.empty()) return Outcome::fail(Status::input_error, e);
   if (!options.out.empty() && options.out != "-")
-    std::fprintf(stderr, "kbv report: %zu run(s) -> %s (%s)\n", input.runs.size(), options.out.c_str(), format.c_str());
-  return 0;
+    info(notify, fmt::format("{} run(s) -> {} ({})", input.runs.size(), options.out, format));
+  return Outcome::done();
 }
 
-int import_command(const ImportOptions& options) {
+Outcome import_command(const ImportOptions& options, const Notify& notify) {
   const fs::path into = options.into.value_or(options.from);
   std::vector<UpstreamFile> files = find_upstream_files(options.from);
-  if (files.empty()) {
-    std::fprintf(stderr, "kbv import: %s: no eval_results.json (nor eval_results_level<L>.json) to import\n",
-                 options.from.string().c_str());
-    return 2;
-  }
+  if (files.empty())
+    return Outcome::fail(Status::input_error, fmt::format("{}: no eval_results.json (nor eval_results_level<L>.json) "
+                                                          "to import",
+                                                          options.from.string()));
   std::string error;
   std::vector<BaselineTimes> baselines = read_baselines(options.baseline_files, error);
-  if (!error.empty()) {
-    std::fprintf(stderr, "kbv import: %s\n", error.c_str());
-    return 2;
-  }
+  if (!error.empty()) return Outcome::fail(Status::input_error, error);
   std::error_code ec;
   fs::create_directories(into, ec);
   auto store = Store::open(into / "kbv.sqlite", error);
-  if (!store) {
-    std::fprintf(stderr, "kbv import: %s\n", error.c_str());
-    return 2;
-  }
+  if (!store) return Outcome::fail(Status::input_error, error);
   for (const auto& row : store->rows())
-    if (protocol_name(row.record) != kImportProtocol) {
-      std::fprintf(stderr,
-                   "kbv import: %s holds kbv's own results (protocol %s); its eval_results.json is kbv's output. "
-                   "Import into another folder: --into DIR\n",
-                   (into / "kbv.sqlite").string().c_str(), protocol_name(row.record).c_str());
-      return 2;
-    }
+    if (protocol_name(row.record) != kImportProtocol)
+      return Outcome::fail(Status::input_error,
+                           fmt::format("{} holds kbv's own results (protocol {}); its eval_results.json is kbv's "
+                                       "output. Import into another folder: --into DIR",
+                                       (into / "kbv.sqlite").string(), protocol_name(row.record)));
   std::string baseline_hashes;
   for (const auto& b : baselines) {
     FileText t = read_file(b.path);
@@ -295,16 +268,10 @@ int import_command(const ImportOptions& options) {
   int total = 0;
   for (const auto& f : files) {
     auto level = level_for(f, options.level, options.from, error);
-    if (!level) {
-      std::fprintf(stderr, "kbv import: %s\n", error.c_str());
-      return 2;
-    }
+    if (!level) return Outcome::fail(Status::input_error, error);
     UpstreamRead read = read_eval_results(f.eval_file, f.hidden_file, *level, options.from);
-    if (!read.error.empty()) {
-      std::fprintf(stderr, "kbv import: %s\n", read.error.c_str());
-      return 2;
-    }
-    for (const auto& w : read.warnings) std::fprintf(stderr, "kbv import: warning: %s\n", w.c_str());
+    if (!read.error.empty()) return Outcome::fail(Status::input_error, read.error);
+    for (const auto& w : read.warnings) warn(notify, w);
     FileText eval_text = read_file(f.eval_file);
     FileText hidden_text = f.hidden_file ? read_file(*f.hidden_file) : FileText{};
     const std::string phash = sha256_hex_parts(
@@ -314,49 +281,38 @@ int import_command(const ImportOptions& options) {
       for (const auto& b : baselines) applied[b.name] += apply_baseline(r, b) ? 1 : 0;
       RecordKey key{r.level, r.problem_id, r.sample_id,
                     r.solution_hash.value_or(sha256_hex(to_json(*r.kernelbench).dump())), phash};
-      std::string e = store->put(key, r);
-      if (!e.empty()) {
-        std::fprintf(stderr, "kbv import: %s\n", e.c_str());
-        return 2;
-      }
+      if (std::string e = store->put(key, r); !e.empty()) return Outcome::fail(Status::input_error, e);
     }
     total += static_cast<int>(read.records.size());
     std::string speed;
     for (const auto& [name, n] : applied) speed += fmt::format("; {} record(s) with a {} speedup", n, name);
-    std::fprintf(stderr, "kbv import: %zu record(s) from %s (%s, level %d%s)%s\n", read.records.size(),
-                 f.eval_file.string().c_str(), read.format.c_str(), *level,
-                 f.hidden_file ? (", hidden: " + f.hidden_file->filename().string()).c_str() : ", no hidden results",
-                 speed.c_str());
+    info(notify, fmt::format("{} record(s) from {} ({}, level {}{}){}", read.records.size(), f.eval_file.string(),
+                             read.format, *level,
+                             f.hidden_file ? ", hidden: " + f.hidden_file->filename().string() : ", no hidden results",
+                             speed));
   }
-  std::fprintf(stderr, "kbv import: %d record(s) stored in %s (protocol %s)\n", total,
-               (into / "kbv.sqlite").string().c_str(), kImportProtocol);
-  return 0;
+  info(notify, fmt::format("{} record(s) stored in {} (protocol {})", total, (into / "kbv.sqlite").string(),
+                           kImportProtocol));
+  return Outcome::done();
 }
 
-int export_command(const ExportOptions& options) {
-  if (options.format != "verified" && options.format != "kernelbench") {
-    std::fprintf(stderr, "kbv export: --format %s: use verified or kernelbench\n", options.format.c_str());
-    return 2;
-  }
+Outcome export_command(const ExportOptions& options, const Notify& notify) {
+  if (options.format != "verified" && options.format != "kernelbench")
+    return Outcome::fail(Status::input_error, fmt::format("--format {}: use verified or kernelbench", options.format));
   std::error_code ec;
-  if (!fs::exists(options.run / "kbv.sqlite", ec)) {
-    std::fprintf(stderr, "kbv export: %s: no kbv.sqlite to export\n", options.run.string().c_str());
-    return 2;
-  }
+  if (!fs::exists(options.run / "kbv.sqlite", ec))
+    return Outcome::fail(Status::input_error, options.run.string() + ": no kbv.sqlite to export");
   std::vector<std::string> warnings;
   std::string error;
   std::vector<LoadedRun> runs = load_run(options.run, std::nullopt, warnings, error);
-  if (!error.empty()) {
-    std::fprintf(stderr, "kbv export: %s\n", error.c_str());
-    return 2;
-  }
+  if (!error.empty()) return Outcome::fail(Status::input_error, error);
   // kbv's own protocol first, when the store holds several.
   const LoadedRun* run = &runs.front();
   for (const auto& r : runs)
     if (r.protocol == "kbv" && (run->protocol != "kbv" || r.precision == "fp32")) run = &r;  // fp32 first
   if (runs.size() > 1)
-    std::fprintf(stderr, "kbv export: the store holds %zu protocols; exporting %s (%s)\n", runs.size(),
-                 run->protocol.c_str(), run->precision.c_str());
+    info(notify, fmt::format("the store holds {} protocols; exporting {} ({})", runs.size(), run->protocol,
+                             run->precision));
   const fs::path to = options.to.value_or(options.run / ("export-" + options.format));
   fs::create_directories(to, ec);
   std::map<int, std::vector<Record>> by_level;
@@ -375,15 +331,11 @@ int export_command(const ExportOptions& options) {
       if (!hidden.empty()) files.push_back({to / name("eval_results_hidden", level), hidden.dump(4) + "\n"});
     }
     for (const auto& [path, text] : files) {
-      std::string e = write_file_atomic(path, text);
-      if (!e.empty()) {
-        std::fprintf(stderr, "kbv export: %s\n", e.c_str());
-        return 2;
-      }
-      std::fprintf(stderr, "kbv export: level %d: %zu record(s) -> %s\n", level, records.size(), path.string().c_str());
+      if (std::string e = write_file_atomic(path, text); !e.empty()) return Outcome::fail(Status::input_error, e);
+      info(notify, fmt::format("level {}: {} record(s) -> {}", level, records.size(), path.string()));
     }
   }
-  return 0;
+  return Outcome::done();
 }
 
 }  // namespace kbv

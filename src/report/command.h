@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "record/record.h"
+#include "util/outcome.h"
 
 namespace kbv {
 
@@ -38,8 +39,8 @@ struct ReportOptions {
   std::optional<int> level;                 // for a plain eval_results.json
   std::string precision;                    // fp32 | bf16 | fp16: only runs of that precision; empty: all
 };
-// Returns the process exit code (0: written; 2: unusable input).
-int report_command(const ReportOptions& options);
+// Ok when written (to stdout: a data notice); input_error on unusable input.
+Outcome report_command(const ReportOptions& options, const Notify& notify);
 
 struct ImportOptions {
   std::filesystem::path from;                 // the upstream run folder
@@ -47,14 +48,14 @@ struct ImportOptions {
   std::optional<int> level;
   std::vector<std::string> baseline_files;  // [NAME=]PATH, stored as speedups in the records
 };
-int import_command(const ImportOptions& options);
+Outcome import_command(const ImportOptions& options, const Notify& notify);
 
 struct ExportOptions {
   std::filesystem::path run;
   std::optional<std::filesystem::path> to;  // default: the run folder
   std::string format = "verified";          // verified | kernelbench
 };
-int export_command(const ExportOptions& options);
+Outcome export_command(const ExportOptions& options, const Notify& notify);
 
 // The report format for --format / --out: "md", "html", "csv", "json", or "" when unknown.
 std::string report_format(const std::string& format, const std::string& out);

@@ -10,7 +10,6 @@
 #include "util/fs.h"
 #include "util/host_load.h"
 #include "util/interrupt.h"
-#include "util/progress.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -18,52 +17,48 @@ using nlohmann::json;
 
 namespace {
 
-int import_baselines(const BaselineCommandOptions& o, const Discovery& dataset, const Environment& env) {
+Outcome import_baselines(const BaselineCommandOptions& o, const Discovery& dataset, const Environment& env,
+                         const Notify& notify) {
   FileText t = read_file(o.import_file);
-  if (!t.ok) {
-    std::fprintf(stderr, "kbv: %s\n", t.error.c_str());
-    return 2;
-  }
+  if (!t.ok) return Outcome::fail(Status::input_error, t.error);
   json j = json::parse(t.text, nullptr, false);
-  if (!j.is_object()) {
-    std::fprintf(stderr, "kbv: %s: not a JSON object {\"level1\": {\"1_X.py\": {...}}}\n", o.import_file.c_str());
-    return 2;
-  }
+  if (!j.is_object())
+    return Outcome::fail(Status::input_error,
+                         o.import_file + ": not a JSON object {\"level1\": {\"1_X.py\": {...}}}");
   std::map<std::pair<int, std::string>, const ProblemRef*> by_name;
   for (const auto& p : dataset.problems) by_name[{p.level, p.name}] = &p;
   int imported = 0, failed = 0;
   for (const auto& [level_key, entries] : j.items()) {
     int level = 0;
     if (level_key.rfind("level", 0) != 0 || std::sscanf(level_key.c_str() + 5, "%d", &level) != 1 || !entries.is_object()) {
-      std::fprintf(stderr, "kbv: %s: key '%s' is not levelN with an object of problems; skipped\n",
-                   o.import_file.c_str(), level_key.c_str());
+      info(notify, fmt::format("{}: key '{}' is not levelN with an object of problems; skipped", o.import_file,
+                               level_key));
       ++failed;
       continue;
     }
     for (const auto& [name, e] : entries.items()) {
       auto it = by_name.find({level, name});
       if (it == by_name.end()) {
-        std::fprintf(stderr, "kbv: %s: %s/%s is not a problem under %s; skipped\n", o.import_file.c_str(),
-                     level_key.c_str(), name.c_str(), o.problems_dir.c_str());
+        info(notify, fmt::format("{}: {}/{} is not a problem under {}; skipped", o.import_file, level_key, name,
+                                 o.problems_dir.string()));
         ++failed;
         continue;
       }
       if (!e.is_object() || !e.contains("mean") || !e["mean"].is_number()) {
-        std::fprintf(stderr, "kbv: %s: %s/%s has no numeric \"mean\"; skipped\n", o.import_file.c_str(),
-                     level_key.c_str(), name.c_str());
+        info(notify, fmt::format("{}: {}/{} has no numeric \"mean\"; skipped", o.import_file, level_key, name));
         ++failed;
         continue;
       }
       std::string hardware = e.value("hardware", "");
       if (!hardware.empty() && hardware != env.device_name) {
-        std::fprintf(stderr, "kbv: %s: %s/%s was measured on %s, this device is %s; skipped\n",
-                     o.import_file.c_str(), level_key.c_str(), name.c_str(), hardware.c_str(), env.device_name.c_str());
+        info(notify, fmt::format("{}: {}/{} was measured on {}, this device is {}; skipped", o.import_file,
+                                 level_key, name, hardware, env.device_name));
         ++failed;
         continue;
       }
       FileText text = read_file(it->second->path);
       if (!text.ok) {
-        std::fprintf(stderr, "kbv: %s\n", text.error.c_str());
+        info(notify, text.error);
         ++failed;
         continue;
       }
@@ -79,19 +74,19 @@ int import_baselines(const BaselineCommandOptions& o, const Discovery& dataset, 
                     {"device_name", env.device_name}, {"torch_version", env.torch_version}};
       std::string key = baseline_key(text.text, o.eval, env, o.mode);
       if (std::string err = save_baseline(o.eval, key, entry); !err.empty()) {
-        std::fprintf(stderr, "kbv: %s\n", err.c_str());
+        info(notify, err);
         ++failed;
         continue;
       }
       ++imported;
     }
   }
-  std::fprintf(stderr, "kbv: imported %d %s baseline(s) for %s, %d skipped\n", imported, o.mode.c_str(),
-               env.device_name.c_str(), failed);
-  return failed ? 1 : 0;
+  info(notify, fmt::format("imported {} {} baseline(s) for {}, {} skipped", imported, o.mode, env.device_name, failed));
+  return failed ? Outcome::fail(Status::incomplete, "") : Outcome::done();
 }
 
-int export_baselines(const BaselineCommandOptions& o, const Discovery& dataset, const Environment& env) {
+Outcome export_baselines(const BaselineCommandOptions& o, const Discovery& dataset, const Environment& env,
+                         const Notify& notify) {
   json out = json::object();
   int exported = 0, missing = 0;
   for (const auto& p : dataset.problems) {
@@ -114,46 +109,37 @@ int export_baselines(const BaselineCommandOptions& o, const Discovery& dataset, 
     ++exported;
   }
   std::string err = o.export_file == "-" ? "" : write_file_atomic(o.export_file, out.dump(2) + "\n");
-  if (o.export_file == "-") std::printf("%s\n", out.dump(2).c_str());
-  if (!err.empty()) {
-    std::fprintf(stderr, "kbv: %s\n", err.c_str());
-    return 2;
-  }
-  std::fprintf(stderr, "kbv: exported %d %s baseline(s) of %s; %d problem(s) have none (run kbv baseline first)\n",
-               exported, o.mode.c_str(), env.device_name.c_str(), missing);
-  return 0;
+  if (o.export_file == "-") data(notify, out.dump(2) + "\n");
+  if (!err.empty()) return Outcome::fail(Status::input_error, err);
+  info(notify, fmt::format("exported {} {} baseline(s) of {}; {} problem(s) have none (run kbv baseline first)",
+                           exported, o.mode, env.device_name, missing));
+  return Outcome::done();
 }
 
 }  // namespace
 
-int baseline_command(const BaselineCommandOptions& o) {
+Outcome baseline_command(const BaselineCommandOptions& o, const Notify& notify) {
   Discovery dataset = discover_dataset(o.problems_dir, o.level);
-  if (!dataset.error.empty()) {
-    std::fprintf(stderr, "kbv: %s\n", dataset.error.c_str());
-    return 2;
-  }
-  for (const auto& w : dataset.warnings) std::fprintf(stderr, "kbv: warning: %s\n", w.c_str());
+  if (!dataset.error.empty()) return Outcome::fail(Status::input_error, dataset.error);
+  for (const auto& w : dataset.warnings) warn(notify, w);
   EvalOptions eval = o.eval;
   std::string error;
   std::unique_ptr<WorkerProcess> idle;
   std::optional<Environment> env = probe_environment(eval, error, &idle);
-  if (!env) {
-    std::fprintf(stderr, "kbv: %s\n", error.c_str());
-    return 2;
-  }
+  if (!env) return Outcome::fail(Status::input_error, error);
   eval.device = env->device;
   BaselineCommandOptions opts = o;
   opts.eval = eval;
-  if (!o.import_file.empty()) return import_baselines(opts, dataset, *env);
-  if (!o.export_file.empty()) return export_baselines(opts, dataset, *env);
+  if (!o.import_file.empty()) return import_baselines(opts, dataset, *env, notify);
+  if (!o.export_file.empty()) return export_baselines(opts, dataset, *env, notify);
 
   ReferenceHost reference;
   reference.adopt(std::move(idle));
-  Progress progress(dataset.problems.size(), {});
+  begin_items(notify, dataset.problems.size());
   int failed = 0, measured = 0, cached = 0, busy = 0;
   for (size_t i = 0; i < dataset.problems.size() && !interrupted(); ++i) {
     const ProblemRef& p = dataset.problems[i];
-    progress.started(i, fmt::format("level {} {}", p.level, p.name));
+    item_started(notify, i, fmt::format("level {} {}", p.level, p.name));
     FileText text = read_file(p.path);
     std::vector<std::string> todo;
     for (const auto& mode : eval.protocol.timing.baselines)
@@ -204,20 +190,19 @@ int baseline_command(const BaselineCommandOptions& o) {
     if (!problem_error.empty()) ++failed;
     std::string joined;
     for (const auto& s : parts) joined += (joined.empty() ? "" : ", ") + s;
-    progress.finished(i, problem_error.empty(),
+    item_done(notify, i, problem_error.empty(),
                       fmt::format("level {} {}: {}{}{}", p.level, p.name, joined, joined.empty() || problem_error.empty() ? "" : "; ",
                                   problem_error.empty() ? "" : "failed: " + problem_error.substr(0, 200)));
   }
-  progress.stop();
-  std::fprintf(stderr, "kbv: baselines on %s: %d measured, %d cached, %d problem(s) failed; cache %s\n",
-               env->device_name.c_str(), measured, cached, failed, (eval.cache_dir / "baselines").c_str());
+  end_items(notify);
+  info(notify, fmt::format("baselines on {}: {} measured, {} cached, {} problem(s) failed; cache {}", env->device_name,
+                           measured, cached, failed, (eval.cache_dir / "baselines").string()));
   if (busy > 0)
-    std::fprintf(stderr,
-                 "kbv: %d baseline(s) not cached: other processes used %.2f or more CPU cores while they were "
-                 "timed (docs/TIMING.md); run again on an idle host\n",
-                 busy, host_busy_cores());
-  if (interrupted()) return 130;
-  return failed ? 1 : 0;
+    info(notify, fmt::format("{} baseline(s) not cached: other processes used {:.2f} or more CPU cores while they "
+                             "were timed (docs/TIMING.md); run again on an idle host",
+                             busy, host_busy_cores()));
+  if (interrupted()) return Outcome::fail(Status::interrupted, "");
+  return failed ? Outcome::fail(Status::incomplete, "") : Outcome::done();
 }
 
 }  // namespace kbv

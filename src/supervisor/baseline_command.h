@@ -7,6 +7,7 @@
 #include <string>
 
 #include "supervisor/run.h"
+#include "util/outcome.h"
 
 namespace kbv {
 
@@ -19,8 +20,9 @@ struct BaselineCommandOptions {
   EvalOptions eval;
 };
 
-// Returns the process exit code: 0 when every problem has its baselines (or every entry was
-// imported/exported), 1 when some failed (each named on stderr), 2 on unusable arguments.
-int baseline_command(const BaselineCommandOptions& options);
+// Ok when every problem has its baselines (or every entry was imported/exported); incomplete
+// when some failed (each named through `notify`); input_error on unusable arguments; interrupted.
+// Each problem timed is a run item (util/outcome.h).
+Outcome baseline_command(const BaselineCommandOptions& options, const Notify& notify);
 
 }  // namespace kbv

@@ -299,7 +299,7 @@ json lint_one(const Target& t, const ProblemLintOptions& opt, ReferenceHost& hos
 
 }  // namespace
 
-json lint_problems(const ProblemLintOptions& opt, std::string& error) {
+ProblemLintResult lint_problems(const ProblemLintOptions& opt, const Notify& notify) {
   std::vector<Target> targets;
   std::error_code ec;
   if (fs::is_regular_file(opt.target, ec)) {
@@ -310,21 +310,16 @@ json lint_problems(const ProblemLintOptions& opt, std::string& error) {
     targets.push_back(t);
   } else {
     Discovery d = discover_dataset(opt.target, opt.level);
-    if (!d.error.empty()) {
-      error = d.error;
-      return {};
-    }
-    for (const auto& w : d.warnings) std::fprintf(stderr, "kbv: warning: %s\n", w.c_str());
+    if (!d.error.empty()) return {Outcome::fail(Status::input_error, d.error), {}};
+    for (const auto& w : d.warnings) warn(notify, w);
     for (const auto& p : d.problems) targets.push_back({p.path, p.level, p.id, p.name});
   }
-  if (targets.empty()) {
-    error = opt.target.string() + ": no problem files found";
-    return {};
-  }
+  if (targets.empty()) return {Outcome::fail(Status::input_error, opt.target.string() + ": no problem files found"), {}};
   EvalOptions eval = opt.eval;
   std::unique_ptr<WorkerProcess> idle;
+  std::string error;
   std::optional<Environment> env = probe_environment(eval, error, &idle);
-  if (!env) return {};
+  if (!env) return {Outcome::fail(Status::input_error, error), {}};
   eval.device = env->device;
   ProblemLintOptions o = opt;
   o.eval = eval;
@@ -355,15 +350,13 @@ json lint_problems(const ProblemLintOptions& opt, std::string& error) {
         std::string state = open ? fmt::format("{} finding(s)", open) : "clean";
         if (allowed) state += fmt::format(", {} allowed", allowed);
         if (notes) state += fmt::format(", {} note(s)", notes);
-        std::fprintf(stderr, "[%zu/%zu] %s: %s\n", finished, targets.size(), row["path"].get<std::string>().c_str(),
-                     state.c_str());
+        std::string lines = fmt::format("[{}/{}] {}: {}", finished, targets.size(), row["path"].get<std::string>(), state);
         for (const auto& f : row["findings"]) {
           std::string tag = f["severity"] == "note" ? "note" : f.contains("allowed") ? "allowed" : "FINDING";
-          std::fprintf(stderr, "    %s [%s] %s\n", tag.c_str(), f["rule"].get<std::string>().c_str(),
-                       f["message"].get<std::string>().c_str());
-          if (f.contains("allowed"))
-            std::fprintf(stderr, "        reason: %s\n", f["allowed"].get<std::string>().c_str());
+          lines += fmt::format("\n    {} [{}] {}", tag, f["rule"].get<std::string>(), f["message"].get<std::string>());
+          if (f.contains("allowed")) lines += "\n        reason: " + f["allowed"].get<std::string>();
         }
+        progress(notify, lines);
         rows[i] = std::move(row);
         done[i] = true;
       }
@@ -382,12 +375,14 @@ json lint_problems(const ProblemLintOptions& opt, std::string& error) {
     problems.push_back(std::move(rows[i]));
   }
   const Protocol& p = eval.protocol;
-  std::fprintf(stderr, "%zu problem(s) linted on %s: %d clean (%d of them with allowed findings), %d with findings%s\n",
-               problems.size(), env->device_name.c_str(), clean, with_allowed, unclean,
-               problems.size() < targets.size() ? " (interrupted)" : "");
+  progress(notify, fmt::format("{} problem(s) linted on {}: {} clean ({} of them with allowed findings), {} with "
+                               "findings{}",
+                               problems.size(), env->device_name, clean, with_allowed, unclean,
+                               problems.size() < targets.size() ? " (interrupted)" : ""));
   json distributions = json::array();
   for (const auto& d : p.distributions) distributions.push_back({{"name", d.name}, {"scale", d.scale}});
-  return json{{"device", env->device},
+  ProblemLintResult result;
+  result.report = json{{"device", env->device},
               {"device_name", env->device_name},
               {"protocol", p.name},
               {"precision", p.precision},
@@ -401,6 +396,9 @@ json lint_problems(const ProblemLintOptions& opt, std::string& error) {
                 {"with_findings", unclean},
                 {"with_allowed_findings", with_allowed},
                 {"complete", problems.size() == targets.size()}}}};
+  if (interrupted()) result.outcome = Outcome::fail(Status::interrupted, "");
+  else if (unclean > 0) result.outcome = Outcome::fail(Status::incomplete, "");
+  return result;
 }
 
 }  // namespace kbv

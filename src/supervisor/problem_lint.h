@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "supervisor/run.h"
+#include "util/outcome.h"
 
 namespace kbv {
 
@@ -61,9 +62,14 @@ struct ProblemLintOptions {
   int jobs = 1;                   // problems linted at once (one reference worker each)
 };
 
-// Lints every problem; prints progress and findings to stderr. Returns the JSON report
-// ({"device", "tolerance", "seed", "problems": [...], "summary": {...}}), or sets `error` when
-// nothing could be linted (bad folder, no worker).
-nlohmann::json lint_problems(const ProblemLintOptions& options, std::string& error);
+struct ProblemLintResult {
+  Outcome outcome;        // input_error: nothing could be linted (bad folder, no worker);
+                          // incomplete: some problem has findings; interrupted
+  nlohmann::json report;  // {"device", "tolerance", "seed", "problems": [...], "summary": {...}}; null on input_error
+};
+
+// Lints every problem; sends each problem's line and findings, and the summary line, through
+// `notify` (progress lines).
+ProblemLintResult lint_problems(const ProblemLintOptions& options, const Notify& notify);
 
 }  // namespace kbv

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <future>
 #include <map>
 #include <mutex>
@@ -28,7 +27,6 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
-#include "util/progress.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -557,42 +555,27 @@ std::string check_gpus(const std::vector<int>& gpus, const Environment& env) {
   return "";
 }
 
-int evaluate_run(const RunOptions& opt) {
+Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
   Discovery dataset = discover_dataset(opt.problems_dir, opt.level);
-  if (!dataset.error.empty()) {
-    std::fprintf(stderr, "kbv: %s\n", dataset.error.c_str());
-    return 2;
-  }
+  if (!dataset.error.empty()) return Outcome::fail(Status::input_error, dataset.error);
   RunDiscovery run = discover_run(opt.run_dir, opt.level);
-  if (!run.error.empty()) {
-    std::fprintf(stderr, "kbv: %s\n", run.error.c_str());
-    return 2;
-  }
-  for (const auto& w : dataset.warnings) std::fprintf(stderr, "kbv: warning: %s\n", w.c_str());
-  for (const auto& w : run.warnings) std::fprintf(stderr, "kbv: warning: %s\n", w.c_str());
+  if (!run.error.empty()) return Outcome::fail(Status::input_error, run.error);
+  for (const auto& w : dataset.warnings) warn(notify, w);
+  for (const auto& w : run.warnings) warn(notify, w);
 
   EvalOptions eval = opt.eval;
   std::string error;
   // Probed with every GPU visible, so that --gpus is checked against the devices torch sees.
   std::optional<Environment> env = probe_environment(eval, error);
-  if (!env) {
-    std::fprintf(stderr, "kbv: %s\n", error.c_str());
-    return 2;
-  }
-  if (std::string e = check_gpus(opt.gpus, *env); !e.empty()) {
-    std::fprintf(stderr, "kbv: %s\n", e.c_str());
-    return 2;
-  }
+  if (!env) return Outcome::fail(Status::input_error, error);
+  if (std::string e = check_gpus(opt.gpus, *env); !e.empty()) return Outcome::fail(Status::input_error, e);
   if (!opt.gpus.empty()) eval.gpu = opt.gpus.front();
   eval.device = env->device;
   std::string phash = protocol_hash(eval.protocol, env->to_json());
 
   std::string store_error;
   std::unique_ptr<Store> store = Store::open(opt.run_dir / "kbv.sqlite", store_error);
-  if (!store) {
-    std::fprintf(stderr, "kbv: %s\n", store_error.c_str());
-    return 2;
-  }
+  if (!store) return Outcome::fail(Status::input_error, store_error);
 
   std::map<std::pair<int, int>, const ProblemRef*> problems;
   for (const auto& p : dataset.problems)
@@ -600,11 +583,9 @@ int evaluate_run(const RunOptions& opt) {
   std::set<std::pair<int, int>> left_out;  // problems --only does not take
   for (const auto& p : dataset.problems)
     if (!opt.only.takes(p)) left_out.insert({p.level, p.id});
-  if (!opt.only.empty() && problems.empty()) {
-    std::fprintf(stderr, "kbv: --only %s: no problem of %s matches\n", opt.only_spec.c_str(),
-                 opt.problems_dir.c_str());
-    return 2;
-  }
+  if (!opt.only.empty() && problems.empty())
+    return Outcome::fail(Status::input_error, fmt::format("--only {}: no problem of {} matches", opt.only_spec,
+                                                          opt.problems_dir.string()));
 
   std::vector<std::unique_ptr<Job>> jobs;
   // The latest record per (level, problem, sample) of this protocol: loaded once, kept current
@@ -638,12 +619,10 @@ int evaluate_run(const RunOptions& opt) {
       fail_problem(r, false,
                    fmt::format("{}: no problem with id {} in level {} under {}", s.path.string(), s.problem_id,
                                s.level, opt.problems_dir.string()));
-      std::fprintf(stderr, "kbv: warning: %s\n", r.message.c_str());
+      warn(notify, r.message);
       ++unknown_problem;
-      if (std::string e = store->put(job->key, r); !e.empty()) {
-        std::fprintf(stderr, "kbv: %s; stopped, nothing evaluated\n", e.c_str());
-        return 2;
-      }
+      if (std::string e = store->put(job->key, r); !e.empty())
+        return Outcome::fail(Status::input_error, e + "; stopped, nothing evaluated");
       latest[{s.level, s.problem_id, s.sample_id}] = r;
       changed_levels.insert(s.level);
       continue;
@@ -652,9 +631,9 @@ int evaluate_run(const RunOptions& opt) {
     jobs.push_back(std::move(job));
   }
   size_t total = jobs.size();
-  std::fprintf(stderr, "kbv: %zu sample(s) to evaluate on %s%s, %d already stored for this protocol\n", total,
-               env->device_name.c_str(), opt.gpus.size() > 1 ? fmt::format(" x{}", opt.gpus.size()).c_str() : "",
-               skipped);
+  info(notify, fmt::format("{} sample(s) to evaluate on {}{}, {} already stored for this protocol", total,
+                           env->device_name, opt.gpus.size() > 1 ? fmt::format(" x{}", opt.gpus.size()) : "",
+                           skipped));
 
   std::mutex mu;  // store, output files, counters
   std::atomic<bool> store_failed{false};
@@ -666,24 +645,23 @@ int evaluate_run(const RunOptions& opt) {
       if (std::get<0>(key) == level) mine.push_back(r);
     std::string e = write_file_atomic(opt.run_dir / level_file_name(level, levels.size() > 1, eval.protocol.precision),
                                       kernelbench_eval_results(mine).dump(2));
-    if (!e.empty()) std::fprintf(stderr, "kbv: %s\n", e.c_str());
+    if (!e.empty()) info(notify, e);
   };
   for (int level : changed_levels) write_level(level);
   if (total == 0 && skipped == 0) {
     if (unknown_problem > 0)
-      std::fprintf(stderr, "kbv: nothing to evaluate in %s: %d sample(s) name a problem %s lacks\n",
-                   opt.run_dir.c_str(), unknown_problem, opt.problems_dir.c_str());
-    else
-      std::fprintf(stderr, "kbv: nothing to evaluate in %s: --only %s takes none of its samples\n",
-                   opt.run_dir.c_str(), opt.only_spec.c_str());
-    return 2;
+      return Outcome::fail(Status::input_error,
+                           fmt::format("nothing to evaluate in {}: {} sample(s) name a problem {} lacks",
+                                       opt.run_dir.string(), unknown_problem, opt.problems_dir.string()));
+    return Outcome::fail(Status::input_error, fmt::format("nothing to evaluate in {}: --only {} takes none of its samples",
+                                                          opt.run_dir.string(), opt.only_spec));
   }
 
   // Builds run on CPU threads ahead of the evaluations.
   std::vector<BuildQueue::Item> items;
   for (const auto& job : jobs) items.push_back({job->solution, job->pair.solution_path, eval});
   BuildQueue builds(std::move(items), *env, opt.build_jobs);
-  Progress progress(total, {});
+  begin_items(notify, total);
   std::vector<std::thread> threads;
   std::vector<int> devices = opt.gpus.empty() ? std::vector<int>{-1} : opt.gpus;
   for (int gpu : devices)
@@ -695,7 +673,7 @@ int evaluate_run(const RunOptions& opt) {
         size_t i = next_eval++;
         if (i >= jobs.size() || interrupted() || store_failed) return;
         Job& job = *jobs[i];
-        progress.started(i, fmt::format("level {} problem {} sample {}", job.pair.level, job.pair.problem_id,
+        item_started(notify, i, fmt::format("level {} problem {} sample {}", job.pair.level, job.pair.problem_id,
                                         job.pair.sample_id));
         BuildResult br = builds.get(i);
         Record record = evaluate_pair(job.pair, mine, *env, reference, &br);
@@ -713,7 +691,7 @@ int evaluate_run(const RunOptions& opt) {
         ++done;
         const bool ok = record.is_correct();
         if (ok) ++correct;
-        progress.finished(i, ok,
+        item_done(notify, i, ok,
                           fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}", done, total,
                                       job.pair.level, job.pair.problem_id, job.pair.sample_id,
                                       verdict_name(record.verdict), record.seconds.value_or(0.0),
@@ -721,21 +699,18 @@ int evaluate_run(const RunOptions& opt) {
       }
     });
   for (auto& t : threads) t.join();
-  progress.stop();
+  end_items(notify);
   for (int level : levels) write_level(level);
-  if (store_failed) {
-    std::fprintf(stderr, "kbv: %s; stopped: %zu of %zu evaluated and stored (%zu correct)\n", store_error.c_str(), done,
-                 total, correct);
-    return 2;
-  }
-  if (interrupted()) {
-    std::fprintf(stderr, "kbv: interrupted: %zu of %zu evaluated and stored (%zu correct); run again to resume\n",
-                 done, total, correct);
-    return 130;
-  }
-  std::fprintf(stderr, "kbv: %zu evaluated, %zu correct; results in %s\n", done, correct,
-               (opt.run_dir / level_file_name(0, false, eval.protocol.precision)).string().c_str());
-  return 0;
+  if (store_failed)
+    return Outcome::fail(Status::input_error, fmt::format("{}; stopped: {} of {} evaluated and stored ({} correct)",
+                                                          store_error, done, total, correct));
+  if (interrupted())
+    return Outcome::fail(Status::interrupted,
+                         fmt::format("interrupted: {} of {} evaluated and stored ({} correct); run again to resume",
+                                     done, total, correct));
+  info(notify, fmt::format("{} evaluated, {} correct; results in {}", done, correct,
+                           (opt.run_dir / level_file_name(0, false, eval.protocol.precision)).string()));
+  return Outcome::done();
 }
 
 }  // namespace kbv

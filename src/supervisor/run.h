@@ -16,6 +16,7 @@
 #include "record/record.h"
 #include "supervisor/session.h"
 #include "supervisor/verdict.h"
+#include "util/outcome.h"
 
 namespace kbv {
 
@@ -137,8 +138,10 @@ struct RunOptions {
   int build_jobs = 1;
   EvalOptions eval;
 };
-// Returns the process exit code (0: every pair evaluated, whatever the verdicts).
-int evaluate_run(const RunOptions& options);
+// Ok when every pair was evaluated, whatever the verdicts; input_error for an unusable dataset,
+// run folder, --only, --gpus or store (also when a result cannot be stored: the run stops);
+// interrupted on Ctrl-C. Each sample is a run item (util/outcome.h) for the progress display.
+Outcome evaluate_run(const RunOptions& options, const Notify& notify);
 
 // "" when every index of --gpus names a distinct GPU torch sees (env from a probe with every GPU
 // visible), else what is wrong with the list.

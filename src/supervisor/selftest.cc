@@ -1,7 +1,6 @@
 #include "supervisor/selftest.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -10,6 +9,7 @@
 
 #include "supervisor/precision.h"
 #include "util/fs.h"
+#include "util/interrupt.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -29,11 +29,12 @@ std::string cell(const std::string& s, bool static_only) {
   return static_only ? fmt::format(" {:>11}", s) : fmt::format(" {:>7.7}", s);
 }
 
-void print_matrix(const std::map<std::string, std::map<std::string, int>>& matrix, bool static_only) {
+void print_matrix(const std::map<std::string, std::map<std::string, int>>& matrix, bool static_only,
+                  const Notify& notify) {
   std::vector<std::string> cols = verdict_columns(static_only);
   std::string header = fmt::format("{:<15}", "expected\\got");
   for (const auto& c : cols) header += cell(c, static_only);
-  std::fprintf(stderr, "%s\n", header.c_str());
+  progress(notify, header);
   for (const auto& row : verdict_columns(false)) {
     auto it = matrix.find(row);
     if (it == matrix.end()) continue;
@@ -42,7 +43,7 @@ void print_matrix(const std::map<std::string, std::map<std::string, int>>& matri
       auto hit = it->second.find(c);
       line += cell(hit == it->second.end() ? "." : std::to_string(hit->second), static_only);
     }
-    std::fprintf(stderr, "%s\n", line.c_str());
+    progress(notify, line);
   }
 }
 
@@ -64,7 +65,7 @@ struct ClassRow {
   int total = 0, matches = 0, caught = 0;
 };
 
-void print_classes(const std::map<std::string, ClassRow>& classes, bool static_only) {
+void print_classes(const std::map<std::string, ClassRow>& classes, bool static_only, const Notify& notify) {
   std::vector<std::string> cols = verdict_columns(static_only);
   std::vector<std::string> order;
   for (const auto& [c, row] : classes) order.push_back(c);
@@ -72,7 +73,7 @@ void print_classes(const std::map<std::string, ClassRow>& classes, bool static_o
   std::string header = fmt::format("{:<8} {:<13}", "class", "expected\\got");
   for (const auto& c : cols) header += cell(c, static_only);
   header += "   match";
-  std::fprintf(stderr, "%s\n", header.c_str());
+  progress(notify, header);
   for (const auto& c : order) {
     const ClassRow& row = classes.at(c);
     bool first = true;
@@ -83,7 +84,7 @@ void print_classes(const std::map<std::string, ClassRow>& classes, bool static_o
         line += cell(hit == got.end() ? "." : std::to_string(hit->second), static_only);
       }
       if (first) line += fmt::format("   {}/{}", row.matches, row.total);
-      std::fprintf(stderr, "%s\n", line.c_str());
+      progress(notify, line);
       first = false;
     }
   }
@@ -91,17 +92,12 @@ void print_classes(const std::map<std::string, ClassRow>& classes, bool static_o
 
 }  // namespace
 
-json run_selftest(const SelftestOptions& opt, std::string& error) {
+SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
   FileText text = read_file(opt.manifest);
-  if (!text.ok) {
-    error = text.error;
-    return {};
-  }
+  if (!text.ok) return {Outcome::fail(Status::input_error, text.error), {}};
   json manifest = json::parse(text.text, nullptr, false);
-  if (!manifest.is_array()) {
-    error = opt.manifest.string() + ": not a JSON list of entries";
-    return {};
-  }
+  if (!manifest.is_array())
+    return {Outcome::fail(Status::input_error, opt.manifest.string() + ": not a JSON list of entries"), {}};
   fs::path root = opt.root.empty() ? fs::absolute(opt.manifest).parent_path().parent_path() : opt.root;
   auto options_for = [&](const json& e) {
     EvalOptions o = opt.eval;
@@ -180,8 +176,8 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
         ++skipped;
         row["got"] = nullptr;
         row["skipped"] = env_errors[device];
-        std::fprintf(stderr, "[%zu/%zu] SKIPPED %s: %s\n", i, n, row["solution"].get<std::string>().c_str(),
-                     env_errors[device].c_str());
+        progress(notify, fmt::format("[{}/{}] SKIPPED {}: {}", i, n, row["solution"].get<std::string>(),
+                                     env_errors[device]));
         entries.push_back(row);
         continue;
       }
@@ -241,36 +237,39 @@ json run_selftest(const SelftestOptions& opt, std::string& error) {
       else if (got == "correct") ++cheats_passed;
     }
     std::string label = row["solution"].get<std::string>() + (policy == "strict" ? "" : " (" + policy + ")");
-    std::fprintf(stderr, "[%zu/%zu] %-4s %-72s %-13s %s\n", i, n, device.c_str(), label.c_str(), got.c_str(),
-                 match ? "" : gap ? fmt::format("KNOWN GAP (expected {}; {})", expected, pending).c_str()
-                             : opt.static_only ? fmt::format("MISMATCH (lint rule expected: {})",
-                                                             lint_rule.empty() ? "none" : lint_rule).c_str()
-                                               : fmt::format("MISMATCH (expected {})", expected).c_str());
+    progress(notify, fmt::format("[{}/{}] {:<4} {:<72} {:<13} {}", i, n, device, label, got,
+                                 match ? ""
+                                 : gap ? fmt::format("KNOWN GAP (expected {}; {})", expected, pending)
+                                 : opt.static_only
+                                     ? fmt::format("MISMATCH (lint rule expected: {})", lint_rule.empty() ? "none" : lint_rule)
+                                     : fmt::format("MISMATCH (expected {})", expected)));
     entries.push_back(row);
   }
-  std::fprintf(stderr, "\n");
-  print_matrix(matrix, opt.static_only);
-  std::fprintf(stderr, "\nper cheat class (honest: no cheat; failure: broken, no cheat):\n");
-  print_classes(classes, opt.static_only);
+  progress(notify, "");
+  print_matrix(matrix, opt.static_only, notify);
+  progress(notify, "\nper cheat class (honest: no cheat; failure: broken, no cheat):");
+  print_classes(classes, opt.static_only, notify);
   if (opt.static_only)
-    std::fprintf(stderr,
-                 "static analysis only: %d mismatch(es) (an entry naming a lint rule not rejected by it, or "
-                 "another entry rejected), %d honest solution(s) rejected\n",
-                 mismatches, honest_rejected);
+    progress(notify, fmt::format("static analysis only: {} mismatch(es) (an entry naming a lint rule not rejected by "
+                                 "it, or another entry rejected), {} honest solution(s) rejected",
+                                 mismatches, honest_rejected));
   else
-    std::fprintf(stderr,
-                 "%d mismatch(es), %d known gap(s) (defence pending), %d honest solution(s) rejected, %d cheat(s) "
-                 "judged correct, %d skipped\n",
-                 mismatches, gaps, honest_rejected, cheats_passed, skipped);
+    progress(notify, fmt::format("{} mismatch(es), {} known gap(s) (defence pending), {} honest solution(s) rejected, "
+                                 "{} cheat(s) judged correct, {} skipped",
+                                 mismatches, gaps, honest_rejected, cheats_passed, skipped));
   json classes_json = json::object();
   for (const auto& [c, v] : classes)
     classes_json[c] = {{"caught", v.caught}, {"total", v.total}, {"matches", v.matches}, {"matrix", v.matrix}};
   json devices = json::object();
   for (const auto& [d, env] : envs) devices[d] = env ? json(env->device_name) : json(nullptr);
-  return json{{"entries", entries},   {"matrix", matrix},     {"classes", classes_json},
-              {"mismatches", mismatches}, {"known_gaps", gaps}, {"honest_rejected", honest_rejected},
-              {"cheats_judged_correct", cheats_passed}, {"skipped", skipped}, {"devices", devices},
-              {"static_only", opt.static_only}};
+  SelftestResult result;
+  result.summary = json{{"entries", entries},   {"matrix", matrix},     {"classes", classes_json},
+                        {"mismatches", mismatches}, {"known_gaps", gaps}, {"honest_rejected", honest_rejected},
+                        {"cheats_judged_correct", cheats_passed}, {"skipped", skipped}, {"devices", devices},
+                        {"static_only", opt.static_only}};
+  if (interrupted()) result.outcome = Outcome::fail(Status::interrupted, "");
+  else if (mismatches > 0) result.outcome = Outcome::fail(Status::incomplete, "");
+  return result;
 }
 
 }  // namespace kbv

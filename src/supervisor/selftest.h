@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "supervisor/run.h"
+#include "util/outcome.h"
 
 namespace kbv {
 
@@ -19,11 +20,16 @@ struct SelftestOptions {
   bool static_only = false;           // only the static analysis: no worker, no build, every device
 };
 
-// Runs the corpus; prints progress, the confusion matrix and the matrix per cheat class to
-// stderr; returns the JSON summary ({"entries": [...], "matrix": {...}, "classes": {...},
-// "mismatches": N, "skipped": N}). An entry's "policy" ("lenient") applies to it alone.
-// With static_only, "got" is "rejected" or "passes_lint" and an entry matches when the static
-// rules reject exactly the entries that name a "lint" rule (CUDA entries included: no GPU needed).
-nlohmann::json run_selftest(const SelftestOptions& options, std::string& error);
+struct SelftestResult {
+  Outcome outcome;          // input_error: no usable manifest; incomplete: mismatches; interrupted
+  nlohmann::json summary;   // null when nothing ran
+};
+
+// Runs the corpus; sends each entry's line, the confusion matrix and the matrix per cheat class
+// through `notify` (progress lines); the summary is JSON ({"entries": [...], "matrix": {...},
+// "classes": {...}, "mismatches": N, "skipped": N}). An entry's "policy" ("lenient") applies to
+// it alone. With static_only, "got" is "rejected" or "passes_lint" and an entry matches when the
+// static rules reject exactly the entries that name a "lint" rule (CUDA entries included: no GPU needed).
+SelftestResult run_selftest(const SelftestOptions& options, const Notify& notify);
 
 }  // namespace kbv

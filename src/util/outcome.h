@@ -32,8 +32,15 @@ struct Notice {
     warning,  // a line for the user, marked as a warning (stderr)
     progress, // a line of progress, shown as it is (stderr)
     data,     // the command's own output, verbatim (stdout)
+    // A run of items (samples, problems) that a terminal may show as a live status line:
+    begin_items,   // `item` items follow
+    item_started,  // item `item` started; `text` says which (shown as running)
+    item_done,     // item `item` finished; `text` is its line, `correct` counts it
+    end_items,     // the run is over (before the command's closing lines)
   } kind = Kind::info;
   std::string text;
+  size_t item = 0;       // begin_items: how many; item_started/item_done: which one
+  bool correct = false;  // item_done
 };
 using Notify = std::function<void(const Notice&)>;
 
@@ -48,6 +55,19 @@ inline void progress(const Notify& notify, std::string text) {
 }
 inline void data(const Notify& notify, std::string text) {
   if (notify) notify({Notice::Kind::data, std::move(text)});
+}
+
+inline void begin_items(const Notify& notify, size_t count) {
+  if (notify) notify({Notice::Kind::begin_items, "", count});
+}
+inline void item_started(const Notify& notify, size_t item, std::string what) {
+  if (notify) notify({Notice::Kind::item_started, std::move(what), item});
+}
+inline void item_done(const Notify& notify, size_t item, bool correct, std::string line) {
+  if (notify) notify({Notice::Kind::item_done, std::move(line), item, correct});
+}
+inline void end_items(const Notify& notify) {
+  if (notify) notify({Notice::Kind::end_items, ""});
 }
 
 }  // namespace kbv

@@ -1,5 +1,5 @@
 // The progress display: status line, ETA, plain periodic lines, live redraws, Ctrl-C summary.
-#include "util/progress.h"
+#include "cli/progress.h"
 
 #include <gtest/gtest.h>
 

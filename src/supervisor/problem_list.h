@@ -1,0 +1,39 @@
+// `kbv problems`: the problems of a dataset root and, loaded by a reference worker, the shapes of
+// one get_inputs() draw of each.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "problem/problem.h"
+#include "supervisor/run.h"
+#include "util/outcome.h"
+
+namespace kbv {
+
+struct ProblemListOptions {
+  std::filesystem::path dir;   // a dataset root
+  std::optional<int> level;
+  bool shapes = true;          // load each problem and describe one draw of its inputs
+  EvalOptions eval;            // device and worker
+};
+
+struct ProblemListing {
+  ProblemRef problem;
+  nlohmann::json inputs;  // shapes: [{"dtype", "sizes"} | {"value"}, ...]; null when not asked or failed
+  std::string shapes;     // the same in one line: "float32[16x64], 3"; "error: ..." when it failed
+  std::string error;      // why the problem could not be described
+};
+
+struct ProblemListResult {
+  Outcome outcome;  // input_error: the dataset or the worker is unusable
+  std::vector<ProblemListing> problems;
+};
+
+// Lists the dataset's problems (warnings of the discovery through `notify`).
+ProblemListResult list_problems(const ProblemListOptions& options, const Notify& notify);
+
+}  // namespace kbv
