@@ -15,6 +15,7 @@
 #include "supervisor/baseline_command.h"
 #include "supervisor/precision.h"
 #include "supervisor/problem_lint.h"
+#include "supervisor/build_stage.h"
 #include "supervisor/run.h"
 #include "supervisor/selftest.h"
 #include "supervisor/timing_phase.h"
