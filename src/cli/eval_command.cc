@@ -11,6 +11,7 @@
 #include "cli/output.h"
 #include "cli/parse.h"
 #include "problem/problem.h"
+#include "supervisor/build_stage.h"
 #include "supervisor/run.h"
 #include "supervisor/timing_phase.h"
 #include "util/fs.h"

@@ -17,12 +17,12 @@
 
 #include "util/clock.h"
 
-#include "build/diagnostics.h"
 #include "report/kernelbench.h"
 #include "store/store.h"
 #include "supervisor/timing_phase.h"
 #include "supervisor/memory_phase.h"
 #include "supervisor/audit_stage.h"
+#include "supervisor/build_stage.h"
 #include "supervisor/precision.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -64,11 +64,6 @@ Record base_record(const Pair& pair, const EvalOptions& options, const Environme
   return r;
 }
 
-std::string python_path(const fs::path& p) {
-  std::error_code ec;
-  fs::path a = fs::absolute(p, ec);
-  return ec ? p.string() : a.string();
-}
 
 }  // namespace
 
@@ -166,83 +161,6 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
 }
 
 // ---------------------------------------------------------------------------------------------
-BuildResult build_candidate(const SolutionSource& solution, const fs::path& solution_path,
-                            const EvalOptions& options, const Environment& env) {
-  BuildResult b;
-  auto t0 = Clock::now();
-  std::string key = sha256_hex_parts({"kbv-build-1", KBV_VERSION, solution.code, env.torch_version,
-                                      env.python_version, options.worker.python, env.device});
-  fs::path dir = options.cache_dir / "build" / key;
-  b.extensions_dir = dir / "ext";
-  fs::path marker = dir / "result.json";
-  // A finished build's outcome, kept in result.json.
-  auto cached = [&]() {
-    FileText t = read_file(marker);
-    json j = t.ok ? json::parse(t.text, nullptr, false) : json();
-    if (!j.is_object()) return false;
-    b.ok = j.value("ok", false);
-    b.kind = j.value("kind", "");
-    b.message = j.value("message", "");
-    b.diagnostics = j.value("diagnostics", json::array());
-    b.cached = true;
-    b.seconds = since(t0);
-    return true;
-  };
-  if (cached()) return b;
-  std::error_code ec;
-  fs::create_directories(b.extensions_dir, ec);
-  // One kbv builder or loader of this folder at a time; under that lock a torch `lock` file is
-  // stale (a build killed midway) and would make this build wait on it forever.
-  FileLock lock(dir / ".kbv-lock");
-  if (lock.ok()) {
-    if (cached()) return b;  // built meanwhile by another kbv process
-    remove_stale_torch_locks(b.extensions_dir);
-  }
-  std::string error;
-  auto env_vars = device_env(options);
-  env_vars["TORCH_EXTENSIONS_DIR"] = b.extensions_dir.string();
-  auto w = WorkerProcess::start("build", options.worker, env_vars, error, {solution_path});
-  if (!w) {
-    b.kind = "compile_error";
-    b.message = "cannot start the build worker: " + error;
-    return b;
-  }
-  msg::BuildRequest build;
-  build.path = python_path(solution_path);
-  build.code = solution.code;
-  build.device = env.device;
-  Reply r = w->call(msg::to_json(build), ms(options.timeouts.build_s));
-  b.seconds = since(t0);
-  if (reply_as<msg::BuildReply>(r)) {
-    b.ok = true;
-  } else {
-    WorkerFailure wf = worker_failure(r);
-    FailureKind f = classify(wf, "compile_error");
-    b.kind = f.kind;
-    b.message = f.message;
-    const bool traceback = wf.status == WorkerFailure::Status::failed && wf.traceback;
-    std::string log = (traceback ? *wf.traceback : "") + "\n" + b.message;
-    auto diags = parse_compiler_errors(log);
-    for (const auto& d : diags)
-      b.diagnostics.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
-                               {"severity", d.severity}, {"message", d.message}});
-    if (!diags.empty() && b.kind == "compile_error")
-      b.message = fmt::format("{}: the extension does not compile:\n{}", solution_path.string(),
-                              format_diagnostics(diags));
-    else if (b.kind == "compile_error" && traceback) {
-      PythonError pe = parse_python_traceback(*wf.traceback, python_path(solution_path));
-      if (pe.line > 0)
-        b.message = fmt::format("{}:{}: {}", pe.file, pe.line, pe.exception.empty() ? b.message : pe.exception);
-    }
-  }
-  // Deterministic outcomes are cached; a timeout or a crash may be the machine's fault.
-  if (b.kind != "timeout" && b.kind != "crashed" && b.kind != "interrupted") {
-    json j = {{"ok", b.ok}, {"kind", b.kind}, {"message", b.message}, {"diagnostics", b.diagnostics}};
-    write_file_atomic(marker, j.dump(2));
-  }
-  return b;
-}
-
 LintReport lint_candidate(const SolutionSource& solution, const fs::path& solution_path, Policy policy,
                           const std::string& precision) {
   LintOptions o;
@@ -253,41 +171,6 @@ LintReport lint_candidate(const SolutionSource& solution, const fs::path& soluti
   o.line_offset = solution.first_line - 1;
   return lint_solution(solution.code, o);
 }
-
-// ---------------------------------------------------------------------------------------------
-BuildQueue::BuildQueue(std::vector<Item> items, const Environment& env, int jobs)
-    : items_(std::move(items)), env_(env), promises_(items_.size()) {
-  for (auto& p : promises_) futures_.push_back(p.get_future().share());
-  for (int t = 0; t < std::max(1, jobs); ++t)
-    threads_.emplace_back([this]() {
-      for (;;) {
-        size_t i = next_++;
-        if (i >= items_.size()) return;
-        const Item& item = items_[i];
-        BuildResult br;
-        if (interrupted()) {
-          br.kind = "interrupted";
-        } else if (!item.solution.ok) {
-          br.kind = "compile_error";
-          br.message = item.solution.error;
-        } else if (lint_candidate(item.solution, item.path, item.options.protocol.policy,
-                                  item.options.protocol.precision)
-                       .rejected()) {
-          br.kind = "rejected";  // evaluate_pair rejects it before using the build: never compiled
-          br.message = "rejected by the static analysis";
-        } else {
-          br = build_candidate(item.solution, item.path, item.options, env_);
-        }
-        promises_[i].set_value(br);
-      }
-    });
-}
-
-BuildQueue::~BuildQueue() {
-  for (auto& t : threads_) t.join();
-}
-
-BuildResult BuildQueue::get(size_t i) { return futures_.at(i).get(); }
 
 // ---------------------------------------------------------------------------------------------
 Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
@@ -658,9 +541,9 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
   }
 
   // Builds run on CPU threads ahead of the evaluations.
-  std::vector<BuildQueue::Item> items;
+  std::vector<BuildItem> items;
   for (const auto& job : jobs) items.push_back({job->solution, job->pair.solution_path, eval});
-  BuildQueue builds(std::move(items), *env, opt.build_jobs);
+  std::unique_ptr<BuildQueue> builds = queue_builds(std::move(items), *env, opt.build_jobs);
   begin_items(notify, total);
   std::vector<std::thread> threads;
   std::vector<int> devices = opt.gpus.empty() ? std::vector<int>{-1} : opt.gpus;
@@ -675,7 +558,7 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
         Job& job = *jobs[i];
         item_started(notify, i, fmt::format("level {} problem {} sample {}", job.pair.level, job.pair.problem_id,
                                         job.pair.sample_id));
-        BuildResult br = builds.get(i);
+        BuildResult br = builds->get(i);
         Record record = evaluate_pair(job.pair, mine, *env, reference, &br);
         if (record.verdict == Verdict::interrupted || interrupted()) return;
         std::lock_guard<std::mutex> lock(mu);

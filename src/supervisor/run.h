@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compile/build.h"
 #include "lint/lint.h"
 #include "problem/problem.h"
 #include "record/decide.h"
@@ -77,45 +78,6 @@ class ReferenceHost {
   std::unique_ptr<WorkerProcess> worker_;
   std::string problem_key_;
   msg::LoadProblemReply load_reply_;
-};
-
-struct BuildResult {
-  bool ok = false;
-  std::string kind;          // compile_error | needs_cuda | missing_model_new | timeout | crashed
-  std::string message;
-  nlohmann::json diagnostics = nlohmann::json::array();
-  std::filesystem::path extensions_dir;  // TORCH_EXTENSIONS_DIR of this candidate
-  double seconds = 0;
-  bool cached = false;
-};
-
-// Compiles the candidate in its own process into the content-addressed cache
-// (cache_dir/build/<sha256 of code, toolchain, device>), or reuses an earlier build.
-BuildResult build_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path,
-                            const EvalOptions& options, const Environment& env);
-
-// Compiles candidates on `jobs` CPU threads ahead of their evaluation, in order; get(i) waits
-// for the i-th. Builds need no GPU, so they overlap with evaluations. Joins on destruction.
-class BuildQueue {
- public:
-  struct Item {
-    SolutionSource solution;
-    std::filesystem::path path;
-    EvalOptions options;
-  };
-  BuildQueue(std::vector<Item> items, const Environment& env, int jobs);
-  ~BuildQueue();
-  BuildQueue(const BuildQueue&) = delete;
-  BuildQueue& operator=(const BuildQueue&) = delete;
-  BuildResult get(size_t i);
-
- private:
-  std::vector<Item> items_;
-  Environment env_;
-  std::vector<std::promise<BuildResult>> promises_;
-  std::vector<std::shared_future<BuildResult>> futures_;
-  std::atomic<size_t> next_{0};
-  std::vector<std::thread> threads_;
 };
 
 // Static analysis of a candidate (src/lint) as `kbv eval` runs it: evidence names the solution

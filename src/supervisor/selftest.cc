@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "supervisor/build_stage.h"
 #include "supervisor/precision.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
@@ -128,7 +129,7 @@ SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
 
   // Compile every runnable entry ahead of its evaluation, on a pool of CPU threads per device
   // (entries are then evaluated in manifest order, taking their builds in the same order).
-  std::map<std::string, std::vector<BuildQueue::Item>> items;
+  std::map<std::string, std::vector<BuildItem>> items;
   for (const auto& e : manifest) {
     std::string device = e.value("device", "cpu");
     if ((!opt.device.empty() && device != opt.device) || opt.static_only || !envs[device]) continue;
@@ -137,7 +138,7 @@ SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
   }
   std::map<std::string, std::unique_ptr<BuildQueue>> queues;
   for (auto& [device, list] : items)
-    queues[device] = std::make_unique<BuildQueue>(std::move(list), *envs[device], opt.build_jobs);
+    queues[device] = queue_builds(std::move(list), *envs[device], opt.build_jobs);
   std::map<std::string, size_t> taken;  // next item index per device queue
 
   std::map<std::string, std::map<std::string, int>> matrix;

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "build/diagnostics.h"
+#include "compile/diagnostics.h"
 
 namespace kbv {
 namespace {

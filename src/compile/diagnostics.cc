@@ -1,4 +1,4 @@
-#include "build/diagnostics.h"
+#include "compile/diagnostics.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,0 +1,104 @@
+#include "compile/build.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "compile/diagnostics.h"
+#include "util/fs.h"
+#include "util/hash.h"
+
+namespace kbv {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+std::string python_path(const fs::path& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  return ec ? p.string() : a.string();
+}
+
+std::string build_key(const std::string& code, const Toolchain& t) {
+  return sha256_hex_parts({"kbv-build-1", KBV_VERSION, code, t.torch_version, t.python_version, t.python, t.device});
+}
+
+BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) {
+  BuildResult b;
+  auto t0 = Clock::now();
+  fs::path dir = job.cache_dir / "build" / build_key(job.code, job.toolchain);
+  b.extensions_dir = dir / "ext";
+  fs::path marker = dir / "result.json";
+  // A finished build's outcome, kept in result.json.
+  auto cached = [&]() {
+    FileText t = read_file(marker);
+    json j = t.ok ? json::parse(t.text, nullptr, false) : json();
+    if (!j.is_object()) return false;
+    b.ok = j.value("ok", false);
+    b.kind = j.value("kind", "");
+    b.message = j.value("message", "");
+    b.diagnostics = j.value("diagnostics", json::array());
+    b.cached = true;
+    b.seconds = since(t0);
+    return true;
+  };
+  if (cached()) return b;
+  std::error_code ec;
+  fs::create_directories(b.extensions_dir, ec);
+  // One kbv builder or loader of this folder at a time; under that lock a torch `lock` file is
+  // stale (a build killed midway) and would make this build wait on it forever.
+  FileLock lock(dir / ".kbv-lock");
+  if (lock.ok()) {
+    if (cached()) return b;  // built meanwhile by another kbv process
+    remove_stale_torch_locks(b.extensions_dir);
+  }
+  std::map<std::string, std::string> env{{"TORCH_EXTENSIONS_DIR", b.extensions_dir.string()}};
+  msg::BuildRequest build;
+  build.path = python_path(job.solution_path);
+  build.code = job.code;
+  build.device = job.toolchain.device;
+  BuildWorkerOutcome ran = run_worker(env, build);
+  b.seconds = since(t0);
+  if (!ran.start_error.empty()) {
+    b.kind = "compile_error";
+    b.message = "cannot start the build worker: " + ran.start_error;
+    return b;
+  }
+  const std::optional<WorkerFailure>& failure = ran.failure;
+  if (!failure) {
+    b.ok = true;
+  } else {
+    const WorkerFailure& wf = *failure;
+    FailureKind f = classify(wf, "compile_error");
+    b.kind = f.kind;
+    b.message = f.message;
+    const bool traceback = wf.status == WorkerFailure::Status::failed && wf.traceback;
+    std::string log = (traceback ? *wf.traceback : "") + "\n" + b.message;
+    auto diags = parse_compiler_errors(log);
+    for (const auto& d : diags)
+      b.diagnostics.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
+                               {"severity", d.severity}, {"message", d.message}});
+    if (!diags.empty() && b.kind == "compile_error")
+      b.message = fmt::format("{}: the extension does not compile:\n{}", job.solution_path.string(),
+                              format_diagnostics(diags));
+    else if (b.kind == "compile_error" && traceback) {
+      PythonError pe = parse_python_traceback(*wf.traceback, python_path(job.solution_path));
+      if (pe.line > 0)
+        b.message = fmt::format("{}:{}: {}", pe.file, pe.line, pe.exception.empty() ? b.message : pe.exception);
+    }
+  }
+  // Deterministic outcomes are cached; a timeout or a crash may be the machine's fault.
+  if (b.kind != "timeout" && b.kind != "crashed" && b.kind != "interrupted") {
+    json j = {{"ok", b.ok}, {"kind", b.kind}, {"message", b.message}, {"diagnostics", b.diagnostics}};
+    write_file_atomic(marker, j.dump(2));
+  }
+  return b;
+}
+
+}  // namespace kbv

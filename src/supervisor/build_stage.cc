@@ -1,0 +1,55 @@
+#include "supervisor/build_stage.h"
+
+#include <map>
+
+#include "util/clock.h"
+#include "util/interrupt.h"
+
+namespace kbv {
+
+BuildResult build_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path,
+                            const EvalOptions& options, const Environment& env) {
+  BuildJob job;
+  job.code = solution.code;
+  job.solution_path = solution_path;
+  job.cache_dir = options.cache_dir;
+  job.toolchain = {env.torch_version, env.python_version, options.worker.python, env.device};
+  auto run_worker = [&](const std::map<std::string, std::string>& vars, const msg::BuildRequest& request) {
+    BuildWorkerOutcome out;
+    std::map<std::string, std::string> env_vars = vars;
+    if (options.gpu) env_vars["CUDA_VISIBLE_DEVICES"] = std::to_string(*options.gpu);
+    auto w = WorkerProcess::start("build", options.worker, env_vars, out.start_error, {solution_path});
+    if (!w) {
+      if (out.start_error.empty()) out.start_error = "unknown error";
+      return out;
+    }
+    Reply r = w->call(msg::to_json(request), ms(options.timeouts.build_s));
+    if (!reply_as<msg::BuildReply>(r)) out.failure = worker_failure(r);
+    return out;
+  };
+  return build_cached(job, run_worker);
+}
+
+std::unique_ptr<BuildQueue> queue_builds(std::vector<BuildItem> items, const Environment& env, int jobs) {
+  auto shared = std::make_shared<std::vector<BuildItem>>(std::move(items));
+  auto build = [shared, env](size_t i) {
+    const BuildItem& item = (*shared)[i];
+    BuildResult br;
+    if (interrupted()) {
+      br.kind = "interrupted";
+    } else if (!item.solution.ok) {
+      br.kind = "compile_error";
+      br.message = item.solution.error;
+    } else if (lint_candidate(item.solution, item.path, item.options.protocol.policy, item.options.protocol.precision)
+                   .rejected()) {
+      br.kind = "rejected";  // evaluate_pair rejects it before using the build: never compiled
+      br.message = "rejected by the static analysis";
+    } else {
+      br = build_candidate(item.solution, item.path, item.options, env);
+    }
+    return br;
+  };
+  return std::make_unique<BuildQueue>(shared->size(), build, jobs);
+}
+
+}  // namespace kbv
