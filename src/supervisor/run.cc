@@ -72,6 +72,48 @@ std::string python_path(const fs::path& p) {
   return ec ? p.string() : a.string();
 }
 
+// The host path of a file the build worker's compiler named: the sandbox binds the build folder
+// on /tmp/kbv-ext, unsandboxed builds use the folder itself.
+fs::path host_build_file(const std::string& printed, const fs::path& extensions_dir) {
+  const std::string bound = "/tmp/kbv-ext/";
+  if (printed.rfind(bound, 0) == 0) return extensions_dir / printed.substr(bound.size());
+  return printed;
+}
+
+// One compiler error as a user can act on it: at the line of the solution file that holds the
+// C++/CUDA string when it is found there verbatim, else at the generated file in the build cache.
+std::string compile_error_line(const json& d, const std::string& solution, const fs::path& extensions_dir) {
+  const std::string file = d.value("file", "");
+  const int line = d.value("line", 0);
+  const std::string msg = d.value("severity", "error") + ": " + d.value("message", "");
+  const std::string generated = fs::path(file).filename().string() + (line > 0 ? fmt::format(":{}", line) : "");
+  if (const int at = d.value("solution_line", 0); at > 0)
+    return fmt::format("{}:{}: {} ({} of the generated source)", solution, at, msg, generated);
+  if (file.empty()) return fmt::format("{}: {}", solution, msg);
+  return fmt::format("{}: {} (at {}, in the build cache: {})", solution, msg, generated,
+                     host_build_file(file, extensions_dir).string());
+}
+
+// "<solution>:<line>: error: <first error> (...)", then one line per further error.
+std::string compile_error_message(const json& diagnostics, const std::string& solution,
+                                  const fs::path& extensions_dir) {
+  std::string out;
+  for (const auto& d : diagnostics) {
+    if (!out.empty()) out += "\n";
+    out += compile_error_line(d, solution, extensions_dir);
+  }
+  return out;
+}
+
+// The first line of a failure message for the console, cut at `max` bytes (on a UTF-8 boundary).
+std::string console_reason(const std::string& message, size_t max = 240) {
+  std::string line = message.substr(0, message.find('\n'));
+  if (line.size() <= max) return line;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return line.substr(0, cut) + "...";
+}
+
 }  // namespace
 
 json Environment::to_json() const {
@@ -186,6 +228,14 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
     b.kind = j.value("kind", "");
     b.message = j.value("message", "");
     b.diagnostics = j.value("diagnostics", json::array());
+    // The outcome is the code's; the message names the file being evaluated now, not the one
+    // that was built first (another run's copy of the same code).
+    if (b.kind == "compile_error" && !b.diagnostics.empty())
+      b.message = compile_error_message(b.diagnostics, solution_path.string(), b.extensions_dir);
+    else if (const std::string first = j.value("solution", ""); !first.empty())
+      for (size_t at = b.message.find(first), now = python_path(solution_path).size(); at != std::string::npos;
+           at = b.message.find(first, at + now))
+        b.message.replace(at, first.size(), python_path(solution_path));
     b.cached = true;
     b.seconds = since(t0);
     return true;
@@ -225,12 +275,18 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
     const bool traceback = wf.status == WorkerFailure::Status::failed && wf.traceback;
     std::string log = (traceback ? *wf.traceback : "") + "\n" + b.message;
     auto diags = parse_compiler_errors(log);
-    for (const auto& d : diags)
-      b.diagnostics.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
-                               {"severity", d.severity}, {"message", d.message}});
+    for (const auto& d : diags) {
+      json dj = {{"file", d.file}, {"line", d.line}, {"column", d.column}, {"severity", d.severity},
+                 {"message", d.message}};
+      // The line of the solution that holds this line of the generated main.cpp / cuda.cu.
+      if (FileText generated = d.line > 0 ? read_file(host_build_file(d.file, b.extensions_dir)) : FileText{};
+          generated.ok)
+        if (auto at = source_line_of(generated.text, solution.code, d.line))
+          dj["solution_line"] = *at + solution.first_line - 1;
+      b.diagnostics.push_back(std::move(dj));
+    }
     if (!diags.empty() && b.kind == "compile_error")
-      b.message = fmt::format("{}: the extension does not compile:\n{}", solution_path.string(),
-                              format_diagnostics(diags));
+      b.message = compile_error_message(b.diagnostics, solution_path.string(), b.extensions_dir);
     else if (b.kind == "compile_error" && traceback) {
       PythonError pe = parse_python_traceback(*wf.traceback, python_path(solution_path));
       if (pe.line > 0)
@@ -239,7 +295,8 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
   }
   // Deterministic outcomes are cached; a timeout or a crash may be the machine's fault.
   if (b.kind != "timeout" && b.kind != "crashed" && b.kind != "interrupted") {
-    json j = {{"ok", b.ok}, {"kind", b.kind}, {"message", b.message}, {"diagnostics", b.diagnostics}};
+    json j = {{"ok", b.ok},           {"kind", b.kind}, {"message", b.message}, {"diagnostics", b.diagnostics},
+              {"solution", python_path(solution_path)}};
     write_file_atomic(marker, j.dump(2));
   }
   return b;
@@ -717,7 +774,7 @@ int evaluate_run(const RunOptions& opt) {
                           fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}", done, total,
                                       job.pair.level, job.pair.problem_id, job.pair.sample_id,
                                       verdict_name(record.verdict), record.seconds.value_or(0.0),
-                                      ok ? "" : " - ", ok ? "" : record.message.substr(0, 160)));
+                                      ok ? "" : " - ", ok ? "" : console_reason(record.message)));
       }
     });
   for (auto& t : threads) t.join();

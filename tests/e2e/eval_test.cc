@@ -158,6 +158,35 @@ TEST(Eval, CompileErrorNamesFileAndLine) {
   const json& d = o.record["build"]["diagnostics"][0];
   EXPECT_GT(d["line"].get<int>(), 0);
   EXPECT_NE(d["file"].get<std::string>().find("main.cpp"), std::string::npos) << d.dump();
+  // The first error points at the line of the .py the user wrote (the string's line 12 there),
+  // with the compiler's message on the message's first line.
+  EXPECT_EQ(d.value("solution_line", 0), 12) << d.dump();
+  const std::string message = o.record["message"];
+  const std::string first = message.substr(0, message.find('\n'));
+  EXPECT_EQ(first.rfind((kSource / "examples/level1/19_ReLU/cpu_compile_error.py").string() + ":12: error: ", 0), 0u)
+      << message;
+  EXPECT_NE(first.find("before"), std::string::npos) << "the compiler's own words: " << first;
+}
+
+// Two copies of one failing solution share a cached build; each record names its own file.
+TEST(Eval, ACachedBuildFailureNamesTheFileBeingEvaluated) {
+  fs::path dir = temp_dir("compile_error_twice");
+  const fs::path src = kSource / "examples/level1/19_ReLU/cpu_compile_error.py";
+  for (const char* run : {"model_a", "model_b"}) {
+    fs::create_directories(dir / run);
+    fs::copy_file(src, dir / run / "kernel.py", fs::copy_options::overwrite_existing);
+  }
+  for (const char* run : {"model_a", "model_b"}) {
+    const fs::path solution = dir / run / "kernel.py";
+    Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                         solution.string(), "--device", "cpu", "--json", (dir / run / "r.json").string()},
+                        dir / run / "r.json");
+    ASSERT_EQ(o.code, 0) << o.output;
+    EXPECT_EQ(o.record["verdict"], "compile_error");
+    const std::string message = o.record["message"];
+    EXPECT_EQ(message.rfind(solution.string() + ":12: error: ", 0), 0u) << message;
+    EXPECT_EQ(message.find(run == std::string("model_a") ? "model_b" : "model_a"), std::string::npos) << message;
+  }
 }
 
 TEST(Eval, CudaSolutionOnCpuRunSaysSo) {
