@@ -230,6 +230,9 @@ int report_command(const ReportOptions& options) {
       if (summary.protocol.empty()) summary.protocol = run.protocol;
       summary.precision = run.precision;
       summary.model = dir.string();
+      summary.generation = read_generation(dir);
+      for (const auto& u : summary.generation.unreadable)
+        summary.notes.push_back("generation record not read: " + u);
       input.runs.push_back(std::move(summary));
     }
   }

@@ -157,6 +157,9 @@ std::string render_markdown(const ReportInput& input) {
   if (input.runs.size() > 1) {
     out += "## Leaderboard\n\n";
     md_table(out, leaderboard_table(input));
+    Table gates = gates_table(input);
+    out += "### " + gates.title + "\n\n";
+    md_table(out, gates);
   }
   if (Table t = precision_table(input); !t.rows.empty()) {
     out += "## " + t.title + "\n\n";
