@@ -168,6 +168,23 @@ TEST(Eval, CompileErrorNamesFileAndLine) {
   EXPECT_NE(first.find("before"), std::string::npos) << "the compiler's own words: " << first;
 }
 
+// In a run folder, the console line of a compile error carries the compiler's first message at the
+// solution's line (it used to stop at the cache path, 80 characters in).
+TEST(Run, ACompileErrorsConsoleLineShowsTheFirstErrorAtTheSolutionsLine) {
+  fs::path run = temp_dir("compile_error_run");
+  const fs::path sample = run / "level_1_problem_19_sample_0_kernel.py";
+  fs::copy_file(kSource / "examples/level1/19_ReLU/cpu_compile_error.py", sample);
+  Outcome o = run_kbv({"eval", "--problems", (kSource / "problems").string(), "--run", run.string(), "--level", "1",
+                       "--device", "cpu"});
+  EXPECT_NE(o.code, -1) << o.output;
+  const std::string line = "level 1 problem 19 sample 0: compile_error";
+  const size_t at = o.output.find(line);
+  ASSERT_NE(at, std::string::npos) << o.output;
+  const std::string rest = o.output.substr(at, o.output.find('\n', at) - at);
+  EXPECT_NE(rest.find(sample.string() + ":12: error: expected"), std::string::npos) << rest;
+  EXPECT_EQ(rest.find("cache/build"), std::string::npos) << rest;
+}
+
 // Two copies of one failing solution share a cached build; each record names its own file.
 TEST(Eval, ACachedBuildFailureNamesTheFileBeingEvaluated) {
   fs::path dir = temp_dir("compile_error_twice");
