@@ -193,6 +193,29 @@ TEST(ReportE2E, KbvRunInEveryFormat) {
   EXPECT_NE(md.find("failed on D4"), std::string::npos);
 }
 
+// A folder `kbv generate` wrote: the leaderboard names the model and sums its tokens and cost.
+TEST(ReportE2E, TheLeaderboardShowsWhatGenerateRecorded) {
+  fs::path generated = kbv_fixture_run("generated-model");
+  std::ofstream(generated / "level_1_problem_19_sample_0_response.json")
+      << R"({"status":"ok","model":"vendor/model-x","prompt_tokens":1500,"completion_tokens":500,"cost_usd":0.25})";
+  std::ofstream(generated / "level_1_problem_19_sample_1_response.json")
+      << R"({"status":"ok","model":"vendor/model-x","prompt_tokens":1500,"completion_tokens":700,"cost_usd":0.5})";
+  fs::path plain = kbv_fixture_run("plain-folder");
+  fs::path out = temp_dir("generated-report");
+  Outcome o = kbv_cmd({"report", generated.string(), plain.string(), "--out", (out / "r.md").string()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  const std::string md = kbv::read_file(out / "r.md").text;
+  EXPECT_NE(md.find("| vendor/model-x |"), std::string::npos) << md.substr(0, 3000);
+  EXPECT_NE(md.find("3000 + 1200"), std::string::npos) << md.substr(0, 3000);
+  EXPECT_NE(md.find("$0.75"), std::string::npos) << md.substr(0, 3000);
+  EXPECT_NE(md.find("no generate records"), std::string::npos) << "the plain folder has none";
+  o = kbv_cmd({"report", generated.string(), "--out", (out / "r.json").string()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  json j = json::parse(kbv::read_file(out / "r.json").text);
+  EXPECT_EQ(j["runs"][0]["generation"]["records"], 2);
+  EXPECT_EQ(j["runs"][0]["generation"]["completion_tokens"], 1200);
+}
+
 bool have_chromium() { return kbv::run_command({"chromium", "--version"}, {}, std::chrono::seconds(30)).status.exited; }
 
 // The HTML in a real browser: it renders, the plots are there, the script ran, no console message.

@@ -238,6 +238,11 @@ TEST(Leaderboard, FourGatesTableAndTheModelTokensAndCostOfGenerate) {
   EXPECT_EQ(g.rows[1][col(g, "fast_1 (FP32, hidden)")].text, "0.0%");
   EXPECT_EQ(g.rows[1][col(g, "geomean (TF32, standard)")].text, "0.50×");
   EXPECT_NE(render_markdown(in).find("fast_1 (FP32, hidden)"), std::string::npos);
+  json j = json::parse(render_json(in).dump());
+  EXPECT_EQ(j["runs"][0]["generation"]["models"], json::array({"gpt-test"}));
+  EXPECT_EQ(j["runs"][0]["generation"]["prompt_tokens"], 1200);
+  EXPECT_EQ(j["runs"][0]["generation"]["cost_usd"], 0.125);
+  EXPECT_TRUE(j["runs"][1]["generation"].is_null());
   EXPECT_NE(render_html(in).find("id=\"gates\""), std::string::npos);
 }
 
