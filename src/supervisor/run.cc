@@ -94,6 +94,16 @@ std::string compile_error_line(const json& d, const std::string& solution, const
                      host_build_file(file, extensions_dir).string());
 }
 
+// Adds `solution_line` to a diagnostic whose generated file (main.cpp, cuda.cu) is still in the
+// build cache and whose line is found verbatim in the solution's code.
+void map_to_solution(json& d, const SolutionSource& solution, const fs::path& extensions_dir) {
+  const int line = d.value("line", 0);
+  if (line <= 0 || d.contains("solution_line")) return;
+  FileText generated = read_file(host_build_file(d.value("file", ""), extensions_dir));
+  if (!generated.ok) return;
+  if (auto at = source_line_of(generated.text, solution.code, line)) d["solution_line"] = *at + solution.first_line - 1;
+}
+
 // "<solution>:<line>: error: <first error> (...)", then one line per further error.
 std::string compile_error_message(const json& diagnostics, const std::string& solution,
                                   const fs::path& extensions_dir) {
@@ -230,8 +240,10 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
     b.diagnostics = j.value("diagnostics", json::array());
     // The outcome is the code's; the message names the file being evaluated now, not the one
     // that was built first (another run's copy of the same code).
-    if (b.kind == "compile_error" && !b.diagnostics.empty())
+    if (b.kind == "compile_error" && !b.diagnostics.empty()) {
+      for (auto& d : b.diagnostics) map_to_solution(d, solution, b.extensions_dir);  // entries cached before the mapping
       b.message = compile_error_message(b.diagnostics, solution_path.string(), b.extensions_dir);
+    }
     else if (const std::string first = j.value("solution", ""); !first.empty())
       for (size_t at = b.message.find(first), now = python_path(solution_path).size(); at != std::string::npos;
            at = b.message.find(first, at + now))
@@ -278,11 +290,7 @@ BuildResult build_candidate(const SolutionSource& solution, const fs::path& solu
     for (const auto& d : diags) {
       json dj = {{"file", d.file}, {"line", d.line}, {"column", d.column}, {"severity", d.severity},
                  {"message", d.message}};
-      // The line of the solution that holds this line of the generated main.cpp / cuda.cu.
-      if (FileText generated = d.line > 0 ? read_file(host_build_file(d.file, b.extensions_dir)) : FileText{};
-          generated.ok)
-        if (auto at = source_line_of(generated.text, solution.code, d.line))
-          dj["solution_line"] = *at + solution.first_line - 1;
+      map_to_solution(dj, solution, b.extensions_dir);  // the line of the .py that holds this line
       b.diagnostics.push_back(std::move(dj));
     }
     if (!diags.empty() && b.kind == "compile_error")
