@@ -6,9 +6,12 @@
 # Extra arguments go to both `kbv eval` and `kbv selftest` (e.g. --trials 2).
 # KBV_DEVICE=cpu|cuda overrides the device choice. KBV_SKIP_SETUP=1 with KBV_BUILD_DIR and
 # KBV_PYTHON uses a build made elsewhere (the GPU machine: scripts/gpu/device.sh --build-only).
+# It ends with the total time and the command that opens the HTML report of the run it made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ -n "${KBV_SKIP_SETUP:-}" ]] || scripts/setup.sh
+main_start=$SECONDS
+# Only what this job runs: the kbv command and its worker module (scripts/test.sh builds the tests).
+[[ -n "${KBV_SKIP_SETUP:-}" ]] || scripts/setup.sh kbv kbv_worker
 build=${KBV_BUILD_DIR:-$PWD/build}
 device=${KBV_DEVICE:-}
 if [[ -z "$device" ]]; then
@@ -31,4 +34,12 @@ echo
 python3 scripts/main_run.py summary --manifest examples/manifest.json --run "$run" || rc=1
 echo
 "$build/kbv" selftest --manifest "$out/selftest-manifest.json" --timeout-call 20 --json "$build/selftest.json" "$@" || rc=1
+echo
+report=$out/report-$device.html
+"$build/kbv" report "$run" --out "$report" || rc=1
+elapsed=$((SECONDS - main_start))
+printf 'main: done in %dm%02ds%s\n' $((elapsed / 60)) $((elapsed % 60)) "$([[ $rc -eq 0 ]] || echo ' (something failed: see above)')"
+if [[ -f "$report" ]]; then
+  echo "main: the report of this run: xdg-open $report   (or open it in any browser; Markdown: $build/kbv report $run)"
+fi
 exit $rc

@@ -63,6 +63,10 @@ std::unique_ptr<GenerateCommand> add_generate_command(CLI::App& app) {
   g->add_option("--precision", o->prompt.precision, "precision note in the prompt")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  g->add_option("--device", o->prompt.device,
+                "the kernels to ask for: cuda (load_inline CUDA) or cpu (load_inline C++ only; templates of prompts/cpu/)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cuda", "cpu"}));
   g->add_option("--hardware", o->prompt.hardware, "add a hardware block for this GPU (a key of hardware.json: H200, ...)");
   g->add_flag("--input-blind", o->prompt.input_blind_all,
               "send every problem without get_inputs and size constants (else only those with KBV_INPUT_BLIND = True)");

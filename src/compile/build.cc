@@ -17,6 +17,49 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// The host path of a file the build worker's compiler named: the sandbox binds the build folder
+// on /tmp/kbv-ext, unsandboxed builds use the folder itself.
+fs::path host_build_file(const std::string& printed, const fs::path& extensions_dir) {
+  const std::string bound = "/tmp/kbv-ext/";
+  if (printed.rfind(bound, 0) == 0) return extensions_dir / printed.substr(bound.size());
+  return printed;
+}
+
+// One compiler error as a user can act on it: at the line of the solution file that holds the
+// C++/CUDA string when it is found there verbatim, else at the generated file in the build cache.
+std::string compile_error_line(const json& d, const std::string& solution, const fs::path& extensions_dir) {
+  const std::string file = d.value("file", "");
+  const int line = d.value("line", 0);
+  const std::string msg = d.value("severity", "error") + ": " + d.value("message", "");
+  const std::string generated = fs::path(file).filename().string() + (line > 0 ? fmt::format(":{}", line) : "");
+  if (const int at = d.value("solution_line", 0); at > 0)
+    return fmt::format("{}:{}: {} ({} of the generated source)", solution, at, msg, generated);
+  if (file.empty()) return fmt::format("{}: {}", solution, msg);
+  return fmt::format("{}: {} (at {}, in the build cache: {})", solution, msg, generated,
+                     host_build_file(file, extensions_dir).string());
+}
+
+// Adds `solution_line` to a diagnostic whose generated file (main.cpp, cuda.cu) is still in the
+// build cache and whose line is found verbatim in the solution's code.
+void map_to_solution(json& d, const BuildJob& job, const fs::path& extensions_dir) {
+  const int line = d.value("line", 0);
+  if (line <= 0 || d.contains("solution_line")) return;
+  FileText generated = read_file(host_build_file(d.value("file", ""), extensions_dir));
+  if (!generated.ok) return;
+  if (auto at = source_line_of(generated.text, job.code, line)) d["solution_line"] = *at + job.first_line - 1;
+}
+
+// "<solution>:<line>: error: <first error> (...)", then one line per further error.
+std::string compile_error_message(const json& diagnostics, const std::string& solution,
+                                  const fs::path& extensions_dir) {
+  std::string out;
+  for (const auto& d : diagnostics) {
+    if (!out.empty()) out += "\n";
+    out += compile_error_line(d, solution, extensions_dir);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string python_path(const fs::path& p) {
@@ -44,6 +87,16 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
     b.kind = j.value("kind", "");
     b.message = j.value("message", "");
     b.diagnostics = j.value("diagnostics", json::array());
+    // The outcome is the code's; the message names the file being evaluated now, not the one
+    // that was built first (another run's copy of the same code).
+    if (b.kind == "compile_error" && !b.diagnostics.empty()) {
+      for (auto& d : b.diagnostics) map_to_solution(d, job, b.extensions_dir);  // entries cached before the mapping
+      b.message = compile_error_message(b.diagnostics, job.solution_path.string(), b.extensions_dir);
+    } else if (const std::string first = j.value("solution", ""); !first.empty()) {
+      const std::string now = python_path(job.solution_path);
+      for (size_t at = b.message.find(first); at != std::string::npos; at = b.message.find(first, at + now.size()))
+        b.message.replace(at, first.size(), now);
+    }
     b.cached = true;
     b.seconds = since(t0);
     return true;
@@ -81,12 +134,14 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
     const bool traceback = wf.status == WorkerFailure::Status::failed && wf.traceback;
     std::string log = (traceback ? *wf.traceback : "") + "\n" + b.message;
     auto diags = parse_compiler_errors(log);
-    for (const auto& d : diags)
-      b.diagnostics.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
-                               {"severity", d.severity}, {"message", d.message}});
+    for (const auto& d : diags) {
+      json dj = {{"file", d.file}, {"line", d.line}, {"column", d.column}, {"severity", d.severity},
+                 {"message", d.message}};
+      map_to_solution(dj, job, b.extensions_dir);  // the line of the .py that holds this line
+      b.diagnostics.push_back(std::move(dj));
+    }
     if (!diags.empty() && b.kind == "compile_error")
-      b.message = fmt::format("{}: the extension does not compile:\n{}", job.solution_path.string(),
-                              format_diagnostics(diags));
+      b.message = compile_error_message(b.diagnostics, job.solution_path.string(), b.extensions_dir);
     else if (b.kind == "compile_error" && traceback) {
       PythonError pe = parse_python_traceback(*wf.traceback, python_path(job.solution_path));
       if (pe.line > 0)
@@ -95,7 +150,8 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
   }
   // Deterministic outcomes are cached; a timeout or a crash may be the machine's fault.
   if (b.kind != "timeout" && b.kind != "crashed" && b.kind != "interrupted") {
-    json j = {{"ok", b.ok}, {"kind", b.kind}, {"message", b.message}, {"diagnostics", b.diagnostics}};
+    json j = {{"ok", b.ok},           {"kind", b.kind}, {"message", b.message}, {"diagnostics", b.diagnostics},
+              {"solution", python_path(job.solution_path)}};
     write_file_atomic(marker, j.dump(2));
   }
   return b;

@@ -38,6 +38,7 @@ std::string build_key(const std::string& code, const Toolchain& toolchain);
 // One build as the compile step asks for it.
 struct BuildJob {
   std::string code;                       // the solution's Python source
+  int first_line = 1;                     // its first line in the solution file (a Markdown answer's block)
   std::filesystem::path solution_path;    // the file being evaluated (messages name it)
   std::filesystem::path cache_dir;        // cache_dir/build/<key>
   Toolchain toolchain;

@@ -299,4 +299,26 @@ PythonError parse_python_traceback(std::string_view traceback, std::string_view 
   return result;
 }
 
+std::optional<int> source_line_of(std::string_view generated, std::string_view source, int line, int min_run) {
+  const std::vector<std::string_view> g = split_lines(generated), src = split_lines(source);
+  if (line < 1 || static_cast<size_t>(line) > g.size()) return std::nullopt;
+  const size_t n = static_cast<size_t>(line) - 1;
+  size_t best_run = 0, best_at = 0;
+  bool tie = false;
+  for (size_t p = 0; p < src.size(); ++p) {
+    if (src[p] != g[n]) continue;
+    size_t up = 0, down = 0;
+    while (up < n && up < p && g[n - up - 1] == src[p - up - 1]) ++up;
+    while (n + down + 1 < g.size() && p + down + 1 < src.size() && g[n + down + 1] == src[p + down + 1]) ++down;
+    const size_t run = up + down + 1;
+    if (run > best_run) {
+      best_run = run, best_at = p, tie = false;
+    } else if (run == best_run) {
+      tie = true;
+    }
+  }
+  if (best_run == 0 || tie || best_run < static_cast<size_t>(std::max(min_run, 1))) return std::nullopt;
+  return static_cast<int>(best_at) + 1;
+}
+
 }  // namespace kbv

@@ -172,8 +172,9 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
 
   std::string api_key;
   if (const char* k = std::getenv(o.api_key_env.c_str()); k && *k) api_key = k;
-  info(notify, fmt::format("{} sample(s) to generate with {} at {} ({} prompt, {}{}{}), {} already in {}", tasks.size(),
-                           o.model, host, o.prompt.variant, o.prompt.precision,
+  info(notify, fmt::format("{} sample(s) to generate with {} at {} ({} {} prompt, {}{}{}), {} already in {}",
+                           tasks.size(), o.model, host, o.prompt.device == "cpu" ? "CPU" : "CUDA", o.prompt.variant,
+                           o.prompt.precision,
                            o.prompt.hardware.empty() ? "" : ", hardware ", o.prompt.hardware, already,
                            o.run_dir.string()));
   if (api_key.empty() && !tasks.empty())
@@ -219,7 +220,8 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
       const std::string stem = sample_stem(p.level, p.id, task.sample);
 
       json messages = json::array();
-      if (auto sys = templates->files.find("system.md"); sys != templates->files.end() && !sys->second.empty())
+      if (auto sys = templates->files.find(templates->names.count("system.md") ? templates->names.at("system.md") : "system.md");
+          sys != templates->files.end() && !sys->second.empty())
         messages.push_back({{"role", "system"}, {"content", sys->second}});
       messages.push_back({{"role", "user"}, {"content", task.problem->prompt.text}});
       json body = {{"model", o.model}, {"messages", messages}};
@@ -254,6 +256,7 @@ Outcome generate_run(const GenerateOptions& o, const Notify& notify) {
                    {"endpoint_host", host},
                    {"prompt",
                     {{"variant", o.prompt.variant},
+                     {"device", o.prompt.device},
                      {"precision", o.prompt.precision},
                      {"hardware", o.prompt.hardware},
                      {"input_blind", task.problem->prompt.input_blind},

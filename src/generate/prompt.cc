@@ -406,40 +406,56 @@ std::optional<PromptTemplates> load_prompt_templates(const PromptOptions& option
     error = "unknown precision '" + options.precision + "' (fp32, bf16 or fp16)";
     return std::nullopt;
   }
-  auto read = [&](const std::string& name) -> bool {
+  if (options.device != "cuda" && options.device != "cpu") {
+    error = "unknown device '" + options.device + "' (cuda or cpu)";
+    return std::nullopt;
+  }
+  const bool cpu = options.device == "cpu";
+  if (cpu && !options.hardware.empty()) {
+    error = "--hardware " + options.hardware + " describes a GPU; leave it out with --device cpu";
+    return std::nullopt;
+  }
+  // With --device cpu, the CPU templates of cpu/ replace the files of the same name; the main
+  // template and the examples must be CPU ones (a CUDA example would ask for CUDA).
+  const std::string own = cpu ? "cpu/" : "";
+  auto shared = [&](const std::string& name) { return cpu && fs::exists(options.dir / own / name) ? own + name : name; };
+  auto read = [&](const std::string& name, const std::string& role = {}) -> bool {
     FileText f = read_file(options.dir / name);
     if (!f.ok) {
       error = f.error + " (a prompt template; --prompts names the template folder)";
       return false;
     }
     t.files[name] = std::move(f.text);
+    t.names[role.empty() ? name : role] = name;
     return true;
   };
-  if (!read(options.variant + ".md") || !read("precision_" + options.precision + ".md") || !read("input_blind.md"))
+  const std::string precision_note = "precision_" + options.precision + ".md";
+  if (!read(own + options.variant + ".md", options.variant + ".md") ||
+      !read(shared(precision_note), precision_note) || !read(shared("input_blind.md"), "input_blind.md"))
     return std::nullopt;
-  if (fs::exists(options.dir / "system.md") && !read("system.md")) return std::nullopt;
+  if (fs::exists(options.dir / shared("system.md")) && !read(shared("system.md"), "system.md")) return std::nullopt;
 
   if (options.variant != "zero_shot") {
     // Examples: examples/<name>_reference.py with examples/<name>_solution.py, in name order.
     std::vector<std::string> names;
     std::error_code ec;
-    for (fs::directory_iterator it(options.dir / "examples", ec), end; !ec && it != end; it.increment(ec)) {
+    for (fs::directory_iterator it(options.dir / own / "examples", ec), end; !ec && it != end; it.increment(ec)) {
       std::string file = it->path().filename().string();
       if (file.ends_with("_reference.py")) names.push_back(example_name(file, "_reference.py"));
     }
     std::sort(names.begin(), names.end());
     if (names.empty()) {
-      error = (options.dir / "examples").string() +
+      error = (options.dir / own / "examples").string() +
               ": no example pairs (<name>_reference.py and <name>_solution.py) for the " + options.variant + " prompt";
       return std::nullopt;
     }
     if (options.variant == "one_shot") names.resize(1);
     for (const std::string& name : names) {
-      std::string ref = "examples/" + name + "_reference.py", sol = "examples/" + name + "_solution.py";
+      std::string ref = own + "examples/" + name + "_reference.py", sol = own + "examples/" + name + "_solution.py";
       if (!read(ref) || !read(sol)) return std::nullopt;
       t.examples.emplace_back(t.files[ref], t.files[sol]);
     }
-    if (options.variant == "few_shot" && !read("example.md")) return std::nullopt;
+    if (options.variant == "few_shot" && !read(shared("example.md"), "example.md")) return std::nullopt;
   }
 
   if (!options.hardware.empty()) {
@@ -490,12 +506,19 @@ std::optional<PromptTemplates> load_prompt_templates(const PromptOptions& option
 
 std::optional<Prompt> render_prompt(const PromptTemplates& t, std::string_view problem_source, std::string& error) {
   const PromptOptions& o = t.options;
+  // A template by its role, and the file it came from (for error messages).
+  auto name_of = [&](const std::string& role) {
+    auto it = t.names.find(role);
+    return it == t.names.end() ? role : it->second;
+  };
+  auto file = [&](const std::string& role) -> const std::string& { return t.files.at(name_of(role)); };
+  auto origin = [&](const std::string& role) { return (o.dir / name_of(role)).string(); };
   Prompt p;
   p.input_blind = o.input_blind_all || marked_input_blind(problem_source);
   std::map<std::string, std::string> vars;
   vars["problem"] = trim_end(problem_for_prompt(problem_source, p.input_blind));
-  vars["precision_note"] = t.files.at("precision_" + o.precision + ".md");
-  vars["input_note"] = p.input_blind ? t.files.at("input_blind.md") : "";
+  vars["precision_note"] = file("precision_" + o.precision + ".md");
+  vars["input_note"] = p.input_blind ? file("input_blind.md") : "";
   vars["hardware_block"] = "";
   if (!o.hardware.empty()) {
     auto block = fill_template(t.files.at("hardware.md"), {{"gpu_name", t.hardware_name}, {"gpu_specs", t.hardware_specs}},
@@ -509,17 +532,17 @@ std::optional<Prompt> render_prompt(const PromptTemplates& t, std::string_view p
   } else if (o.variant == "few_shot") {
     std::string all;
     for (size_t i = 0; i < t.examples.size(); ++i) {
-      auto one = fill_template(t.files.at("example.md"),
+      auto one = fill_template(file("example.md"),
                                {{"index", std::to_string(i + 1)},
                                 {"reference", trim_end(t.examples[i].first)},
                                 {"solution", trim_end(t.examples[i].second)}},
-                               (o.dir / "example.md").string(), error);
+                               origin("example.md"), error);
       if (!one) return std::nullopt;
       all += *one;
     }
     vars["examples"] = all;
   }
-  auto text = fill_template(t.files.at(o.variant + ".md"), vars, (o.dir / (o.variant + ".md")).string(), error);
+  auto text = fill_template(file(o.variant + ".md"), vars, origin(o.variant + ".md"), error);
   if (!text) return std::nullopt;
   p.text = std::move(*text);
   p.hash = sha256_hex(p.text);

@@ -16,6 +16,7 @@ struct PromptOptions {
   std::string precision = "fp32";       // fp32 | bf16 | fp16 (kbv eval --precision, docs/PRECISION.md)
   std::string hardware;                 // a key of hardware.json, empty: no hardware block
   bool input_blind_all = false;         // every problem input-blind, marked or not
+  std::string device = "cuda";          // cuda | cpu: cpu asks for C++ CPU kernels (templates of cpu/)
 };
 
 // The template files one variant needs, read once. `hash` covers every file used, so that a
@@ -23,6 +24,7 @@ struct PromptOptions {
 struct PromptTemplates {
   PromptOptions options;
   std::map<std::string, std::string> files;  // name relative to dir -> text
+  std::map<std::string, std::string> names;  // the template's role ("one_shot.md") -> its name in files ("cpu/one_shot.md")
   std::vector<std::pair<std::string, std::string>> examples;  // (reference, solution) texts
   std::string hardware_name;                 // the GPU's display name, when a block is wanted
   std::string hardware_specs;                // "- Memory: 141 GB HBM3e\n- ..."

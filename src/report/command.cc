@@ -216,6 +216,9 @@ Outcome report_command(const ReportOptions& options, const Notify& notify) {
       if (summary.protocol.empty()) summary.protocol = run.protocol;
       summary.precision = run.precision;
       summary.model = dir.string();
+      summary.generation = read_generation(dir);
+      for (const auto& u : summary.generation.unreadable)
+        summary.notes.push_back("generation record not read: " + u);
       input.runs.push_back(std::move(summary));
     }
   }

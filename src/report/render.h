@@ -41,6 +41,9 @@ struct Table {
 Gate headline_gate(const ScopeSummary& scope);
 
 Table leaderboard_table(const ReportInput& input);
+// Per run: fast_1 and the geomean speedup against the TF32 and the FP32 baselines, under the
+// standard check and the hidden distributions (KernelBench-Verified's two-by-two).
+Table gates_table(const ReportInput& input);
 Table summary_table(const RunSummary& run, size_t index);
 Table survival_table(const RunSummary& run, const ScopeSummary& scope, size_t index);
 Table verdict_table(const RunSummary& run, size_t index);

@@ -52,6 +52,8 @@ const char* verdict_color(const std::string& v) {
 }
 
 void html_table(std::string& out, const Table& t) {
+  // Wide tables scroll inside their box; the page itself never scrolls sideways.
+  out += "<div class=\"scroll\">";
   out += fmt::format("<table id=\"{}\" class=\"{}\"><thead><tr>", esc(t.id), t.sortable ? "sortable" : "plain");
   auto is_text = [](const Cell& c) { return !c.sort || c.left; };
   for (size_t i = 0; i < t.header.size(); ++i) {
@@ -71,26 +73,107 @@ void html_table(std::string& out, const Table& t) {
     }
     out += "</tr>";
   }
-  out += "</tbody></table>\n";
+  out += "</tbody></table></div>\n";
 }
 
 // --- plots -----------------------------------------------------------------------------------
+// Every plot is its own SVG with a viewBox and no fixed size: CSS makes it as wide as its column
+// of the page (a grid that puts one to four plots side by side with the page's width), so the
+// plots grow with a wide screen and shrink on a laptop instead of sitting at 300 px.
 
-constexpr double kPanelW = 300, kPanelH = 190, kLeft = 40, kRight = 10, kTop = 24, kBottom = 34;
+constexpr double kPanelW = 640, kPanelH = 330, kLeft = 52, kRight = 16, kTop = 30, kBottom = 46;
+// Speedup axes span the data (whole octaves, 1× always included) up to 2^±kCap; a value beyond
+// goes into a separate, labelled overflow bar (histograms) or is drawn at the edge and said so.
+constexpr int kCap = 12;
+
+const char* const kRunColors[] = {"#1e88e5", "#e53935", "#43a047", "#8e24aa", "#fb8c00", "#00897b", "#6d4c41", "#3949ab"};
+const char* run_color(size_t i) { return kRunColors[i % std::size(kRunColors)]; }
 
 std::string tick_label(int exponent) {
-  if (exponent >= 0) return fmt::format("{}×", 1 << exponent);
-  return fmt::format("1/{}×", 1 << -exponent);
+  if (exponent >= 0) return fmt::format("{}×", 1LL << exponent);
+  return fmt::format("1/{}×", 1LL << -exponent);
 }
 
-// Speedup distribution of one level: log2 histogram, correct samples stacked over those that
-// passed only the standard check.
-std::string speedup_panel(const RunSummary& run, const ScopeSummary& scope, double x0) {
-  constexpr int kMinExp = -4, kMaxExp = 4, kBinsPerOctave = 2;
-  constexpr int kBins = (kMaxExp - kMinExp) * kBinsPerOctave;
+// A log2 axis over whole octaves [lo, hi] (1× inside), capped at ±kCap.
+struct LogAxis {
+  int lo = -1, hi = 1;
+  bool under = false, over = false;  // some value lies below lo / above hi (only at the caps)
+  int per_octave() const { return hi - lo <= 8 ? 2 : 1; }
+  int tick_step() const { return hi - lo <= 10 ? 1 : hi - lo <= 20 ? 2 : 4; }
+};
+
+LogAxis log_axis(const std::vector<double>& log2_values) {
+  LogAxis a;
+  for (double v : log2_values) {
+    a.lo = std::min(a.lo, static_cast<int>(std::floor(v)));
+    // A value exactly on an octave gets the octave above it, so it sits inside a bin.
+    a.hi = std::max(a.hi, static_cast<int>(std::floor(v)) + 1);
+  }
+  if (a.lo < -kCap) a.lo = -kCap, a.under = true;
+  if (a.hi > kCap) a.hi = kCap, a.over = true;
+  return a;
+}
+
+struct Frame {
+  double x0, w, y0, h;  // plotting area
+};
+
+// The frame, the x ticks of `axis` (plus the overflow slots' labels) and the x axis title.
+// `slot_w`: the width of the overflow slots at either end (0: none).
+std::string x_axis(const Frame& f, const LogAxis& a, double under_w, double over_w, const std::string& title) {
+  std::string out = fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", f.x0, f.y0,
+                                f.w, f.h);
+  const double inner = f.w - under_w - over_w;
+  auto x_of = [&](double e) { return f.x0 + under_w + inner * (e - a.lo) / (a.hi - a.lo); };
+  for (int e = a.lo; e <= a.hi; ++e)
+    if ((e - a.lo) % a.tick_step() == 0 || e == 0)
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{}</text>", x_of(e), f.y0 + f.h + 15,
+                         tick_label(e));
+  if (under_w > 0)
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">&lt;{}</text>", f.x0 + under_w / 2,
+                       f.y0 + f.h + 15, tick_label(a.lo));
+  if (over_w > 0)
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">&gt;{}</text>", f.x0 + f.w - over_w / 2,
+                       f.y0 + f.h + 15, tick_label(a.hi));
+  out += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" class=\"one\"/>", x_of(0), f.y0,
+                     f.y0 + f.h);
+  out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\">{}</text>", f.x0 + f.w / 2, kPanelH - 6, esc(title));
+  return out;
+}
+
+std::string svg_open(const std::string& id, const std::string& label, double height = kPanelH) {
+  return fmt::format("<svg id=\"{}\" class=\"plot\" role=\"img\" aria-label=\"{}\" viewBox=\"0 0 {} {}\">", esc(id),
+                     esc(label), kPanelW, height);
+}
+
+std::string sample_label(const SampleView& v) {
+  return fmt::format("L{} {} s{}", v.level, v.problem.empty() ? std::to_string(v.problem_id) : v.problem, v.sample_id);
+}
+
+// Histogram bins over a LogAxis: index 0 the underflow slot (when any), then per_octave bins per
+// octave, then the overflow slot (when any).
+struct Bins {
+  LogAxis axis;
+  int inner = 0;  // bins inside the axis
+  int bin_of(double log2v) const {
+    if (log2v < axis.lo) return -1;
+    if (log2v >= axis.hi) return inner;
+    return std::clamp(static_cast<int>(std::floor((log2v - axis.lo) * axis.per_octave())), 0, inner - 1);
+  }
+};
+Bins bins_for(const LogAxis& a) { return Bins{a, (a.hi - a.lo) * a.per_octave()}; }
+
+// Speedup distribution of one level: log2 histogram, correct samples stacked under those that
+// passed only the standard check. Each bar's tooltip lists its samples and their speedups.
+std::string speedup_panel(const RunSummary& run, const ScopeSummary& scope, const std::string& id) {
   const Gate gate = headline_gate(scope);
-  std::vector<int> gated(kBins, 0), standard_only(kBins, 0);
-  int correct = 0, timed = 0;
+  struct Item {
+    double log2v;
+    bool pass;
+    std::string label;
+  };
+  std::vector<Item> items;
+  int correct = 0;
   for (const auto& v : run.samples) {
     if (v.level != scope.level) continue;
     const bool pass = v.passes(gate);
@@ -98,53 +181,76 @@ std::string speedup_panel(const RunSummary& run, const ScopeSummary& scope, doub
     if (!pass && !std_only) continue;
     if (pass) ++correct;
     auto it = v.speedup.find(run.baseline);
-    if (it == v.speedup.end()) continue;
-    if (pass) ++timed;
-    int bin = static_cast<int>(std::floor((std::log2(it->second) - kMinExp) * kBinsPerOctave));
-    bin = std::clamp(bin, 0, kBins - 1);
-    (pass ? gated : standard_only)[bin]++;
+    if (it == v.speedup.end() || !(it->second > 0)) continue;
+    items.push_back({std::log2(it->second), pass, sample_label(v) + " " + format_speedup(it->second)});
   }
-  const double w = kPanelW - kLeft - kRight, h = kPanelH - kTop - kBottom;
-  std::string out = fmt::format("<g transform=\"translate({},0)\">", x0);
-  out += fmt::format("<text x=\"{}\" y=\"14\" class=\"ptitle\">{}</text>", kLeft, esc(scope.name));
-  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", kLeft, kTop, w, h);
-  int max_count = 0;
-  for (int i = 0; i < kBins; ++i) max_count = std::max(max_count, gated[i] + standard_only[i]);
-  if (max_count == 0) {
-    const char* why = correct > 0 && timed == 0 ? "not measured" : "no correct samples";
-    out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">{}</text></g>", kLeft + w / 2, kTop + h / 2, why);
-    return out;
+  std::string out = svg_open(id, "speedup distribution, " + scope.name);
+  out += fmt::format("<text x=\"{}\" y=\"18\" class=\"ptitle\">{}</text>", kLeft, esc(scope.name));
+  const Frame f{kLeft, kPanelW - kLeft - kRight, kTop, kPanelH - kTop - kBottom};
+  if (items.empty()) {
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", f.x0, f.y0, f.w, f.h);
+    const char* why = correct > 0 ? "not measured" : "no correct samples";
+    return out + fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">{}</text></svg>\n", f.x0 + f.w / 2,
+                             f.y0 + f.h / 2, why);
   }
-  const double bw = w / kBins;
-  for (int i = 0; i < kBins; ++i) {
-    double y = kTop + h;
+  std::vector<double> values;
+  for (const auto& i : items) values.push_back(i.log2v);
+  const Bins b = bins_for(log_axis(values));
+  const int slots = b.inner + 2;  // [under, inner..., over]
+  std::vector<int> pass(slots, 0), std_only(slots, 0);
+  std::vector<std::vector<std::string>> labels(slots);
+  for (const auto& i : items) {
+    const int k = b.bin_of(i.log2v) + 1;
+    (i.pass ? pass : std_only)[k]++;
+    labels[k].push_back(i.label + (i.pass ? "" : " (standard check only)"));
+  }
+  const double under_w = b.axis.under ? f.w / (b.inner + 2) : 0, over_w = b.axis.over ? f.w / (b.inner + 2) : 0;
+  const double bw = (f.w - under_w - over_w) / b.inner;
+  int max_count = 1;
+  for (int k = 0; k < slots; ++k) max_count = std::max(max_count, pass[k] + std_only[k]);
+  out += x_axis(f, b.axis, under_w, over_w, fmt::format("speedup vs {} (log scale)", run.baseline));
+  for (int k = 0; k < slots; ++k) {
+    if (pass[k] + std_only[k] == 0) continue;
+    const bool is_under = k == 0, is_over = k == slots - 1;
+    const double x = is_under ? f.x0 : is_over ? f.x0 + f.w - over_w : f.x0 + under_w + (k - 1) * bw;
+    const double width = is_under ? under_w : is_over ? over_w : bw;
+    std::string range;
+    if (is_under)
+      range = "below " + tick_label(b.axis.lo);
+    else if (is_over)
+      range = "above " + tick_label(b.axis.hi);
+    else {
+      // Bin edges on whole octaves read as the axis does (8×, 1/2×), half octaves as speedups.
+      auto edge = [&](int i) {
+        const int halves = i * 2 / b.axis.per_octave();  // per_octave is 1 or 2
+        return halves % 2 == 0 ? tick_label(b.axis.lo + halves / 2) : format_speedup(std::pow(2.0, b.axis.lo + halves / 2.0));
+      };
+      range = fmt::format("{} to {}", edge(k - 1), edge(k));
+    }
+    std::string list;
+    for (size_t i = 0; i < labels[k].size() && i < 12; ++i) list += "\n" + labels[k][i];
+    if (labels[k].size() > 12) list += fmt::format("\nand {} more", labels[k].size() - 12);
+    double y = f.y0 + f.h;
     for (int part = 0; part < 2; ++part) {
-      int n = part == 0 ? gated[i] : standard_only[i];
+      const int n = part == 0 ? pass[k] : std_only[k];
       if (n == 0) continue;
-      double bh = h * n / max_count;
+      const double bh = f.h * n / max_count;
       y -= bh;
-      double lo = std::pow(2.0, kMinExp + static_cast<double>(i) / kBinsPerOctave);
       out += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" class=\"{}\"><title>{} sample(s), "
-          "{:.3g}× to {:.3g}×{}</title></rect>",
-          kLeft + i * bw + 1, y, bw - 2, bh, part == 0 ? "bar-ok" : "bar-std", n, lo, lo * std::sqrt(2.0),
-          part == 0 ? "" : " (passed the standard check only)");
+          "{}:{}</title></rect>",
+          x + 1, y, std::max(width - 2, 1.0), bh,
+          (is_under || is_over) ? "bar-over" : part == 0 ? "bar-ok" : "bar-std", pass[k] + std_only[k], range,
+          esc(list));
     }
   }
-  for (int e = kMinExp; e <= kMaxExp; e += 2) {
-    double x = kLeft + (e - kMinExp) * kBinsPerOctave * bw;
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\">{}</text>", x, kTop + h + 14, tick_label(e));
-  }
-  double one = kLeft + (0 - kMinExp) * kBinsPerOctave * bw;
-  out += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" class=\"one\"/>", one, kTop, kTop + h);
-  out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"tick\">{}</text>", kLeft - 4, kTop + 8, max_count);
-  out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\">speedup vs {} (log scale)</text>", kLeft + w / 2,
-                     kPanelH - 4, esc(run.baseline));
-  return out + "</g>";
+  out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"tick ytick\">{}</text>", f.x0 - 4, f.y0 + 8, max_count);
+  out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"tick ytick\">0</text>", f.x0 - 4, f.y0 + f.h);
+  return out + "</svg>\n";
 }
 
 // Memory ratio against speedup, one point per correct sample with both, 1× lines dashed.
-std::string memory_panel(const RunSummary& run, const ScopeSummary& scope, double x0) {
+std::string memory_panel(const RunSummary& run, const ScopeSummary& scope, const std::string& id) {
   const Gate gate = headline_gate(scope);
   struct Point {
     double x, y;
@@ -159,65 +265,208 @@ std::string memory_panel(const RunSummary& run, const ScopeSummary& scope, doubl
     auto m = v.memory_ratio.find(run.baseline);
     if (s != v.speedup.end()) ++with_speed;
     if (m != v.memory_ratio.end()) ++with_memory;
-    if (s == v.speedup.end() || m == v.memory_ratio.end()) continue;
-    points.push_back(
-        {std::log2(s->second), std::log2(m->second),
-         fmt::format("{} sample {}: {} speed, {} memory", v.problem.empty() ? std::to_string(v.problem_id) : v.problem,
-                     v.sample_id, format_speedup(s->second), format_speedup(m->second))});
+    if (s == v.speedup.end() || m == v.memory_ratio.end() || !(s->second > 0) || !(m->second > 0)) continue;
+    points.push_back({std::log2(s->second), std::log2(m->second),
+                      fmt::format("{}: {} speed, {} memory", sample_label(v), format_speedup(s->second),
+                                  format_speedup(m->second))});
   }
-  const double w = kPanelW - kLeft - kRight, h = kPanelH - kTop - kBottom;
-  std::string out = fmt::format("<g transform=\"translate({},0)\">", x0);
-  out += fmt::format("<text x=\"{}\" y=\"14\" class=\"ptitle\">{}</text>", kLeft, esc(scope.name));
-  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", kLeft, kTop, w, h);
+  const Frame f{kLeft, kPanelW - kLeft - kRight, kTop, kPanelH - kTop - kBottom};
+  std::string out = svg_open(id, "memory ratio against speedup, " + scope.name);
+  out += fmt::format("<text x=\"{}\" y=\"18\" class=\"ptitle\">{}</text>", kLeft, esc(scope.name));
   if (points.empty()) {
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", f.x0, f.y0, f.w, f.h);
     std::string why = correct == 0       ? "no correct samples"
                       : with_memory == 0 ? "memory: not measured"
                       : with_speed == 0  ? "speed: not measured"
                                          : "no sample has both";
-    out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">{}</text></g>", kLeft + w / 2, kTop + h / 2, why);
-    return out;
+    return out + fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">{}</text></svg>\n", f.x0 + f.w / 2,
+                             f.y0 + f.h / 2, why);
   }
-  int lo_x = -2, hi_x = 2, lo_y = -2, hi_y = 2;
-  for (const auto& p : points) {
-    lo_x = std::min(lo_x, static_cast<int>(std::floor(p.x)));
-    hi_x = std::max(hi_x, static_cast<int>(std::ceil(p.x)));
-    lo_y = std::min(lo_y, static_cast<int>(std::floor(p.y)));
-    hi_y = std::max(hi_y, static_cast<int>(std::ceil(p.y)));
-  }
-  lo_x = std::max(lo_x, -8), hi_x = std::min(hi_x, 8), lo_y = std::max(lo_y, -8), hi_y = std::min(hi_y, 8);
-  auto px = [&](double x) { return kLeft + w * (std::clamp(x, double(lo_x), double(hi_x)) - lo_x) / (hi_x - lo_x); };
-  auto py = [&](double y) { return kTop + h - h * (std::clamp(y, double(lo_y), double(hi_y)) - lo_y) / (hi_y - lo_y); };
-  out +=
-      fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" class=\"one\"/>", px(0), kTop, kTop + h);
-  out +=
-      fmt::format("<line x1=\"{1}\" x2=\"{2}\" y1=\"{0:.1f}\" y2=\"{0:.1f}\" class=\"one\"/>", py(0), kLeft, kLeft + w);
-  int step_x = (hi_x - lo_x) > 8 ? 4 : 2, step_y = (hi_y - lo_y) > 8 ? 4 : 2;
-  for (int e = 0; e <= hi_x; e += step_x)
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\">{}</text>", px(e), kTop + h + 14, tick_label(e));
-  for (int e = -step_x; e >= lo_x; e -= step_x)
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\">{}</text>", px(e), kTop + h + 14, tick_label(e));
-  for (int e = lo_y; e <= hi_y; ++e)
-    if (e % step_y == 0)
-      out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tick ytick\">{}</text>", kLeft - 3, py(e) + 3,
+  std::vector<double> xs, ys;
+  for (const auto& p : points) xs.push_back(p.x), ys.push_back(p.y);
+  const LogAxis ax = log_axis(xs), ay = log_axis(ys);
+  auto px = [&](double x) { return f.x0 + f.w * (std::clamp(x, double(ax.lo), double(ax.hi)) - ax.lo) / (ax.hi - ax.lo); };
+  auto py = [&](double y) {
+    return f.y0 + f.h - f.h * (std::clamp(y, double(ay.lo), double(ay.hi)) - ay.lo) / (ay.hi - ay.lo);
+  };
+  out += x_axis(f, ax, 0, 0, fmt::format("speedup vs {} → ; memory ratio ↑ (log scales)", run.baseline));
+  out += fmt::format("<line x1=\"{1}\" x2=\"{2}\" y1=\"{0:.1f}\" y2=\"{0:.1f}\" class=\"one\"/>", py(0), f.x0,
+                     f.x0 + f.w);
+  for (int e = ay.lo; e <= ay.hi; ++e)
+    if ((e - ay.lo) % ay.tick_step() == 0 || e == 0)
+      out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tick ytick\">{}</text>", f.x0 - 4, py(e) + 3,
                          tick_label(e));
-  for (const auto& p : points)
-    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" class=\"pt\"><title>{}</title></circle>", px(p.x),
-                       py(p.y), esc(p.label));
-  out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\">speedup vs {} → ; memory ratio ↑</text>",
-                     kLeft + w / 2, kPanelH - 4, esc(run.baseline));
-  return out + "</g>";
+  for (const auto& p : points) {
+    const bool off = p.x < ax.lo || p.x > ax.hi || p.y < ay.lo || p.y > ay.hi;
+    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" class=\"{}\"><title>{}{}</title></circle>", px(p.x),
+                       py(p.y), off ? "pt pt-over" : "pt", esc(p.label), off ? " (off the axis, drawn at its edge)" : "");
+  }
+  return out + "</svg>\n";
 }
 
+// One panel per level, each its own SVG in a grid that follows the page's width.
 template <class Panel>
-std::string panels_svg(const RunSummary& run, const std::string& id, const std::string& label, Panel panel) {
-  std::vector<const ScopeSummary*> levels;
+std::string panels(const RunSummary& run, const std::string& id, Panel panel) {
+  std::string out = fmt::format("<div class=\"plots\" id=\"{}\">", esc(id));
   for (const auto& s : run.scopes)
-    if (s.level != 0) levels.push_back(&s);
-  double width = kPanelW * static_cast<double>(std::max<size_t>(levels.size(), 1));
-  std::string out = fmt::format(
-      "<svg id=\"{}\" class=\"plot\" role=\"img\" aria-label=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\">",
-      esc(id), esc(label), width, kPanelH, width, kPanelH);
-  for (size_t i = 0; i < levels.size(); ++i) out += panel(run, *levels[i], kPanelW * static_cast<double>(i));
+    if (s.level != 0) out += panel(run, s, fmt::format("{}-level{}", id, s.level));
+  return out + "</div>";
+}
+
+// The speedups (log2) of a run's samples that pass its headline gate, over all levels, and the
+// slot count they are a share of.
+struct RunSpeeds {
+  std::vector<double> log2v;
+  int slots = 0;
+  int correct = 0;
+};
+RunSpeeds run_speeds(const RunSummary& run) {
+  RunSpeeds r;
+  if (run.scopes.empty()) return r;
+  const ScopeSummary& all = run.scopes.back();
+  const Gate gate = headline_gate(all);
+  r.slots = all.slots;
+  for (const auto& v : run.samples) {
+    if (!v.passes(gate)) continue;
+    ++r.correct;
+    auto it = v.speedup.find(run.baseline);
+    if (it != v.speedup.end() && it->second > 0) r.log2v.push_back(std::log2(it->second));
+  }
+  std::sort(r.log2v.begin(), r.log2v.end());
+  return r;
+}
+
+// The smallest of 5%, 10%, 20%, 25%, 40%, 50%, 60%, 80%, 100% at or above `share` (fifths of each are round).
+double nice_share(double share) {
+  for (double s : {0.05, 0.1, 0.2, 0.25, 0.4, 0.5, 0.6, 0.8})
+    if (share <= s) return s;
+  return 1.0;
+}
+
+std::string share_ticks(const Frame& f, double top) {
+  std::string out;
+  for (int i = 0; i <= 5; ++i) {
+    const double share = top * i / 5, y = f.y0 + f.h - f.h * i / 5;
+    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tick ytick\">{:g}%</text>", f.x0 - 4, y + 3, share * 100);
+    if (i > 0 && i < 5)
+      out += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/>", f.x0, f.x0 + f.w, y, y);
+  }
+  return out;
+}
+
+std::string run_key(const ReportInput& input) {
+  std::string out = "<p class=\"meta key\">";
+  for (size_t i = 0; i < input.runs.size(); ++i)
+    out += fmt::format("<span style=\"background:{}\"></span>{}", run_color(i), esc(input.runs[i].name));
+  return out + "</p>";
+}
+
+// fast_p as a curve over the threshold p: the share of all slots that are correct with a speedup
+// above p, one line per run; dots at KernelBench's thresholds.
+std::string fast_p_svg(const ReportInput& input) {
+  std::vector<RunSpeeds> speeds;
+  std::vector<double> all;
+  double top = 0;
+  for (const auto& run : input.runs) {
+    speeds.push_back(run_speeds(run));
+    all.insert(all.end(), speeds.back().log2v.begin(), speeds.back().log2v.end());
+    if (speeds.back().slots > 0)
+      top = std::max(top, static_cast<double>(speeds.back().log2v.size()) / speeds.back().slots);
+  }
+  std::string out = svg_open("fast-p", "fast_p against the threshold p, one line per run");
+  out += fmt::format("<text x=\"{}\" y=\"18\" class=\"ptitle\">fast_p: correct and faster than p× (share of all "
+                     "samples)</text>",
+                     kLeft);
+  const Frame f{kLeft, kPanelW - kLeft - kRight, kTop, kPanelH - kTop - kBottom};
+  if (all.empty()) {
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", f.x0, f.y0, f.w, f.h);
+    return out + fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">no correct sample was timed</text></svg>\n",
+                             f.x0 + f.w / 2, f.y0 + f.h / 2);
+  }
+  const LogAxis a = log_axis(all);
+  top = nice_share(top);
+  auto px = [&](double e) { return f.x0 + f.w * (std::clamp(e, double(a.lo), double(a.hi)) - a.lo) / (a.hi - a.lo); };
+  auto py = [&](double share) { return f.y0 + f.h - f.h * share / top; };
+  out += x_axis(f, a, 0, 0, fmt::format("threshold p: speedup vs {} (log scale)", input.baseline));
+  out += share_ticks(f, top);
+  for (size_t r = 0; r < speeds.size(); ++r) {
+    const RunSpeeds& s = speeds[r];
+    if (s.slots == 0) continue;
+    const double n = s.slots;
+    auto above = [&](double e) {
+      return static_cast<double>(s.log2v.end() - std::upper_bound(s.log2v.begin(), s.log2v.end(), e)) / n;
+    };
+    std::string pts = fmt::format("{:.1f},{:.1f}", px(a.lo), py(above(a.lo)));
+    for (size_t i = 0; i < s.log2v.size();) {
+      const double e = s.log2v[i];
+      size_t j = i;
+      while (j < s.log2v.size() && s.log2v[j] == e) ++j;
+      if (e > a.lo && e < a.hi)
+        pts += fmt::format(" {0:.1f},{1:.1f} {0:.1f},{2:.1f}", px(e), py(static_cast<double>(s.log2v.size() - i) / n),
+                           py(static_cast<double>(s.log2v.size() - j) / n));
+      i = j;
+    }
+    pts += fmt::format(" {:.1f},{:.1f}", px(a.hi), py(above(a.hi)));
+    out += fmt::format("<polyline points=\"{}\" class=\"curve\" stroke=\"{}\"><title>{}</title></polyline>", pts,
+                       run_color(r), esc(input.runs[r].name));
+    for (double p : kFastPThresholds) {
+      if (p <= 0) continue;
+      const double e = std::log2(p);
+      if (e < a.lo || e > a.hi) continue;
+      out += fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: fast_{:g} = {}</title></circle>", px(e),
+          py(above(e)), run_color(r), esc(input.runs[r].name), p, format_rate(above(e)));
+    }
+  }
+  return out + "</svg>\n";
+}
+
+// The speedup distributions of several runs on one axis: per run, the share of its slots in each
+// bin, drawn as an outline in the run's colour.
+std::string overlay_svg(const ReportInput& input) {
+  std::vector<RunSpeeds> speeds;
+  std::vector<double> all;
+  for (const auto& run : input.runs) {
+    speeds.push_back(run_speeds(run));
+    all.insert(all.end(), speeds.back().log2v.begin(), speeds.back().log2v.end());
+  }
+  std::string out = svg_open("speedup-overlay", "speedup distributions of the runs overlaid");
+  out += fmt::format("<text x=\"{}\" y=\"18\" class=\"ptitle\">speedup distributions (share of each run's "
+                     "samples)</text>",
+                     kLeft);
+  const Frame f{kLeft, kPanelW - kLeft - kRight, kTop, kPanelH - kTop - kBottom};
+  if (all.empty()) {
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", f.x0, f.y0, f.w, f.h);
+    return out + fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">no correct sample was timed</text></svg>\n",
+                             f.x0 + f.w / 2, f.y0 + f.h / 2);
+  }
+  const Bins b = bins_for(log_axis(all));
+  const int slots = b.inner + 2;
+  const double under_w = b.axis.under ? f.w / slots : 0, over_w = b.axis.over ? f.w / slots : 0;
+  const double bw = (f.w - under_w - over_w) / b.inner;
+  std::vector<std::vector<double>> share(speeds.size(), std::vector<double>(slots, 0));
+  double top = 0;
+  for (size_t r = 0; r < speeds.size(); ++r) {
+    if (speeds[r].slots == 0) continue;
+    for (double e : speeds[r].log2v) share[r][b.bin_of(e) + 1] += 1.0 / speeds[r].slots;
+    for (double s : share[r]) top = std::max(top, s);
+  }
+  top = nice_share(top);
+  out += x_axis(f, b.axis, under_w, over_w, fmt::format("speedup vs {} (log scale)", input.baseline));
+  out += share_ticks(f, top);
+  auto slot_x = [&](int k) { return k == 0 ? f.x0 : k == slots - 1 ? f.x0 + f.w - over_w : f.x0 + under_w + (k - 1) * bw; };
+  auto slot_w = [&](int k) { return k == 0 ? under_w : k == slots - 1 ? over_w : bw; };
+  for (size_t r = 0; r < speeds.size(); ++r) {
+    std::string pts;
+    for (int k = 0; k < slots; ++k) {
+      if (slot_w(k) == 0) continue;
+      const double y = f.y0 + f.h - f.h * share[r][k] / top;
+      pts += fmt::format("{}{:.1f},{:.1f} {:.1f},{:.1f}", pts.empty() ? "" : " ", slot_x(k), y, slot_x(k) + slot_w(k), y);
+    }
+    out += fmt::format("<polyline points=\"{}\" class=\"curve\" stroke=\"{}\"><title>{}: {} timed correct sample(s) "
+                       "of {}</title></polyline>",
+                       pts, run_color(r), esc(input.runs[r].name), speeds[r].log2v.size(), speeds[r].slots);
+  }
   return out + "</svg>\n";
 }
 
@@ -282,12 +531,16 @@ table.sortable th{cursor:pointer;user-select:none}table.sortable th:hover{backgr
 th.asc::after{content:" \25B2"}th.desc::after{content:" \25BC"}
 td.t,th.t{text-align:left}td.good{color:#1b5e20}td.bad{color:#b71c1c}td.na{color:#9e9e9e;font-style:italic}
 table[id^=samples] td:last-child{max-width:520px;word-break:break-word}
-.plots{display:flex;flex-wrap:wrap;gap:12px}.plot{max-width:100%;height:auto}
+.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,520px),1fr));gap:12px 20px}
+.plot{max-width:100%;height:auto}.plots .plot{width:100%;display:block}
+.scroll{max-width:100%;overflow-x:auto}.meta,ul.notes,h2,h3{overflow-wrap:anywhere}
+.bar-over{fill:#c62828}.pt-over{fill:#c62828;stroke:#7f0000}.curve{fill:none;stroke-width:2}
+.grid{stroke:#eeeeee}
 .frame{fill:#fafafa;stroke:#bdbdbd}.one{stroke:#424242;stroke-dasharray:4 3}
 .bar-ok{fill:#43a047}.bar-std{fill:#ffb74d}.pt{fill:#1e88e5;fill-opacity:.75;stroke:#0d47a1;stroke-width:.5}
-.ptitle{font-size:12px;font-weight:600}.tick{font-size:10px;fill:#616161;text-anchor:middle}.ytick{text-anchor:end}
-.axis{font-size:10px;fill:#424242;text-anchor:middle}
-.empty{font-size:12px;fill:#9e9e9e;text-anchor:middle;font-style:italic}
+.ptitle{font-size:15px;font-weight:600}.tick{font-size:12px;fill:#616161;text-anchor:middle}.ytick{text-anchor:end}
+.axis{font-size:13px;fill:#424242;text-anchor:middle}
+.empty{font-size:15px;fill:#9e9e9e;text-anchor:middle;font-style:italic}
 .vlabel{font-size:11px;text-anchor:end}.legend{font-size:11px}
 .key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}
 details summary{cursor:pointer;color:#1565c0}
@@ -357,6 +610,19 @@ window.addEventListener('error', function (e) {
   });
   var plots = document.querySelectorAll('svg.plot').length;
   document.body.setAttribute('data-kbv-plots', String(plots));
+  // Layout check: the page is no wider than the window (no sideways scrolling), and no plot is
+  // drawn narrower than 280 px or wider than the window.
+  var doc = document.documentElement;
+  document.body.setAttribute('data-kbv-scroll-width', String(doc.scrollWidth));
+  document.body.setAttribute('data-kbv-client-width', String(doc.clientWidth));
+  var narrow = 0, widest = 0;
+  Array.prototype.forEach.call(document.querySelectorAll('.plots svg.plot'), function (svg) {
+    var w = svg.getBoundingClientRect().width;
+    if (w < 280) narrow++;
+    widest = Math.max(widest, w);
+  });
+  document.body.setAttribute('data-kbv-narrow-plots', String(narrow));
+  document.body.setAttribute('data-kbv-widest-plot', String(Math.round(widest)));
   document.body.setAttribute('data-kbv-ready', 'ok');
 })();
 )js";
@@ -381,6 +647,16 @@ std::string render_html(const ReportInput& input) {
   if (input.runs.size() > 1) {
     out += "<h2>Leaderboard</h2>";
     html_table(out, leaderboard_table(input));
+    Table gates = gates_table(input);
+    out += "<h3>" + esc(gates.title) + "</h3>";
+    html_table(out, gates);
+  }
+  if (!input.runs.empty()) {
+    out += "<h2>Runs compared</h2><div class=\"plots\" id=\"compare\">" + fast_p_svg(input);
+    if (input.runs.size() > 1) out += overlay_svg(input);
+    out += "</div>" + run_key(input);
+    out += "<p class=\"meta\">each run under its headline gate (the hidden distributions when it has them); shares "
+           "are of all its samples, missing ones included</p>";
   }
   if (Table t = precision_table(input); !t.rows.empty()) {
     out += "<h2>" + esc(t.title) + "</h2>";
@@ -405,16 +681,18 @@ std::string render_html(const ReportInput& input) {
     out += "<h3>" + esc(survival.title) + "</h3>";
     html_table(out, survival);
 
-    out += "<h3>Speedup distribution per level</h3><div class=\"plots\">";
-    out += panels_svg(run, fmt::format("speedup-{}", i), "speedup distribution per level", speedup_panel);
-    out += "</div><p class=\"meta key\"><span style=\"background:#43a047\"></span>correct";
+    out += "<h3>Speedup distribution per level</h3>";
+    out += panels(run, fmt::format("speedup-{}", i), speedup_panel);
+    out += "<p class=\"meta key\"><span style=\"background:#43a047\"></span>correct";
     if (run.scopes.back().hidden.available)
       out += "<span style=\"background:#ffb74d\"></span>passed the standard check only (failed a hidden distribution)";
+    out += fmt::format("<span style=\"background:#c62828\"></span>beyond {} or {} (hover for the values)",
+                       tick_label(-kCap), tick_label(kCap));
     out += "</p>";
-    out += "<h3>Memory ratio against speedup per level</h3><div class=\"plots\">";
-    out += panels_svg(run, fmt::format("memory-{}", i), "memory ratio against speedup per level", memory_panel);
+    out += "<h3>Memory ratio against speedup per level</h3>";
+    out += panels(run, fmt::format("memory-{}", i), memory_panel);
     out +=
-        "</div><p class=\"meta\">one point per correct sample; memory ratio = baseline peak bytes / candidate peak "
+        "<p class=\"meta\">one point per correct sample; memory ratio = baseline peak bytes / candidate peak "
         "bytes (above 1: uses less memory); dashed lines at 1×</p>";
     out += "<h3>Verdicts</h3>";
     out += verdict_svg(run, fmt::format("verdict-{}", i));

@@ -157,6 +157,9 @@ std::string render_markdown(const ReportInput& input) {
   if (input.runs.size() > 1) {
     out += "## Leaderboard\n\n";
     md_table(out, leaderboard_table(input));
+    Table gates = gates_table(input);
+    out += "### " + gates.title + "\n\n";
+    md_table(out, gates);
   }
   if (Table t = precision_table(input); !t.rows.empty()) {
     out += "## " + t.title + "\n\n";
@@ -242,6 +245,18 @@ nlohmann::ordered_json render_json(const ReportInput& input) {
     r["baseline"] = run.baseline;
     r["baselines_seen"] = run.baselines_seen;
     r["notes"] = run.notes;
+    // What `kbv generate` recorded in the folder; null when it recorded nothing (or not that).
+    const GenerationSummary& g = run.generation;
+    r["generation"] = g.records == 0 ? nlohmann::ordered_json(nullptr)
+                                     : nlohmann::ordered_json{
+                                           {"records", g.records},
+                                           {"models", g.models},
+                                           {"prompt_tokens", g.with_tokens ? nlohmann::ordered_json(g.prompt_tokens) : nullptr},
+                                           {"completion_tokens",
+                                            g.with_tokens ? nlohmann::ordered_json(g.completion_tokens) : nullptr},
+                                           {"records_with_tokens", g.with_tokens},
+                                           {"cost_usd", g.with_cost ? nlohmann::ordered_json(g.cost_usd) : nullptr},
+                                           {"records_with_cost", g.with_cost}};
     r["scopes"] = nlohmann::ordered_json::array();
     for (const auto& s : run.scopes) {
       nlohmann::ordered_json sj;

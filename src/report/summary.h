@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "record/record.h"
+#include "report/generation.h"
 #include "report/metrics.h"
 
 namespace kbv {
@@ -101,6 +102,7 @@ struct RunSummary {
   std::vector<ScopeSummary> scopes;         // one per level, then "all" when there are several levels
   std::vector<SampleView> samples;          // every slot, by level, problem, sample
   std::vector<std::string> baselines_seen;  // baselines any sample has a speedup against
+  GenerationSummary generation;             // what `kbv generate` recorded in the folder (records == 0: none)
 };
 
 // Scores `records` (one protocol's latest record per sample) over `problems`; when `problems` is

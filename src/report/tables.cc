@@ -59,6 +59,35 @@ const SpeedMetrics& speed_of(const std::map<std::string, SpeedMetrics>& m, const
 
 std::string scope_header(const ScopeSummary& s) { return s.level ? fmt::format("level {}", s.level) : "all levels"; }
 
+// The model the samples came from: `kbv generate`'s records say it; without them, the folder's name.
+Cell model_cell(const RunSummary& run) {
+  const GenerationSummary& g = run.generation;
+  if (g.models.empty()) return text(run.name, g.records ? "na" : "");
+  return text(fmt::format("{}", fmt::join(g.models, ", ")));
+}
+
+std::string tokens_text(long long n) {
+  if (n >= 10'000'000) return fmt::format("{:.0f}M", static_cast<double>(n) / 1e6);
+  if (n >= 10'000) return fmt::format("{:.0f}k", static_cast<double>(n) / 1e3);
+  return std::to_string(n);
+}
+
+Cell tokens_cell(const GenerationSummary& g) {
+  if (g.records == 0) return text("no generate records", "na");
+  if (g.with_tokens == 0) return text("not reported", "na");
+  std::string s = fmt::format("{} + {}", tokens_text(g.prompt_tokens), tokens_text(g.completion_tokens));
+  if (g.with_tokens < g.records) s += fmt::format(" ({} of {} records)", g.with_tokens, g.records);
+  return number(s, static_cast<double>(g.prompt_tokens + g.completion_tokens));
+}
+
+Cell cost_cell(const GenerationSummary& g) {
+  if (g.records == 0) return text("no generate records", "na");
+  if (g.with_cost == 0) return text("not reported", "na");
+  std::string s = fmt::format("${:.2f}", g.cost_usd);
+  if (g.with_cost < g.records) s += fmt::format(" ({} of {} records)", g.with_cost, g.records);
+  return number(s, g.cost_usd);
+}
+
 }  // namespace
 
 std::string format_rate(double rate) { return fmt::format("{:.1f}%", rate * 100.0); }
@@ -82,6 +111,7 @@ Table leaderboard_table(const ReportInput& input) {
   t.sortable = true;
   const std::string b = input.baseline;
   t.header = {"run",
+              "model",
               "protocol",
               "device",
               "problems",
@@ -95,11 +125,15 @@ Table leaderboard_table(const ReportInput& input) {
               "Correct Speedup",
               "best-of-n fast_1",
               "Correct Mem Eff",
-              "Mem Efficient %"};
+              "Mem Efficient %",
+              "tokens (prompt + completion)",
+              "cost"};
   for (const auto& run : input.runs) {
     if (run.scopes.empty()) {
-      t.rows.push_back({text(run.name), text(run.protocol), text(run.device), text("no records", "na")});
-      t.rows.back().resize(t.header.size(), text(""));
+      t.rows.push_back({text(run.name), model_cell(run), text(run.protocol), text(run.device), text("no records", "na")});
+      t.rows.back().resize(t.header.size() - 2, text(""));
+      t.rows.back().push_back(tokens_cell(run.generation));
+      t.rows.back().push_back(cost_cell(run.generation));
       continue;
     }
     const ScopeSummary& s = run.scopes.back();
@@ -109,6 +143,7 @@ Table leaderboard_table(const ReportInput& input) {
     const SpeedMetrics& best = speed_of(gs.best_speed, b);
     std::vector<Cell> row = {
         text(run.name),
+        model_cell(run),
         text(run.protocol + (run.precision == "fp32" ? "" : " " + run.precision)),
         text(run.device.empty() ? "?" : run.device),
         number(std::to_string(s.problems), s.problems),
@@ -122,7 +157,40 @@ Table leaderboard_table(const ReportInput& input) {
         speed_cell(best, best.geomean_correct),
         fast_cell(best, kFast1),
         memory_efficiency_cell(gs.best_memory),
-        memory_share_cell(gs.best_memory)};
+        memory_share_cell(gs.best_memory),
+        tokens_cell(run.generation),
+        cost_cell(run.generation)};
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+Table gates_table(const ReportInput& input) {
+  Table t;
+  t.id = "gates";
+  t.title = "fast_1 and geomean speedup by baseline and correctness gate";
+  t.sortable = true;
+  t.header = {"run"};
+  const std::pair<const char*, const char*> baselines[] = {{"tf32", "TF32"}, {"fp32", "FP32"}};
+  const std::pair<Gate, const char*> gates[] = {{Gate::standard, "standard"}, {Gate::hidden, "hidden"}};
+  for (const auto& [b, B] : baselines)
+    for (const auto& [g, G] : gates) {
+      t.header.push_back(fmt::format("fast_1 ({}, {})", B, G));
+      t.header.push_back(fmt::format("geomean ({}, {})", B, G));
+    }
+  for (const auto& run : input.runs) {
+    std::vector<Cell> row = {text(run.name)};
+    for (const auto& [b, B] : baselines)
+      for (const auto& [g, G] : gates) {
+        if (run.scopes.empty() || !gate_of(run.scopes.back(), g).available) {
+          row.push_back(text(kNotRun, "na"));
+          row.push_back(text(kNotRun, "na"));
+          continue;
+        }
+        const SpeedMetrics& m = speed_of(gate_of(run.scopes.back(), g).speed, b);
+        row.push_back(fast_cell(m, kFast1));
+        row.push_back(speed_cell(m, m.geomean_correct));
+      }
     t.rows.push_back(std::move(row));
   }
   return t;

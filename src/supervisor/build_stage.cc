@@ -11,6 +11,7 @@ BuildResult build_candidate(const SolutionSource& solution, const std::filesyste
                             const EvalOptions& options, const Environment& env) {
   BuildJob job;
   job.code = solution.code;
+  job.first_line = solution.first_line;
   job.solution_path = solution_path;
   job.cache_dir = options.cache_dir;
   job.toolchain = {env.torch_version, env.python_version, options.worker.python, env.device};

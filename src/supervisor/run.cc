@@ -65,6 +65,15 @@ Record base_record(const Pair& pair, const EvalOptions& options, const Environme
 }
 
 
+// The first line of a failure message for the console, cut at `max` bytes (on a UTF-8 boundary).
+std::string console_reason(const std::string& message, size_t max = 240) {
+  std::string line = message.substr(0, message.find('\n'));
+  if (line.size() <= max) return line;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return line.substr(0, cut) + "...";
+}
+
 }  // namespace
 
 json Environment::to_json() const {
@@ -578,7 +587,7 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
                           fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}", done, total,
                                       job.pair.level, job.pair.problem_id, job.pair.sample_id,
                                       verdict_name(record.verdict), record.seconds.value_or(0.0),
-                                      ok ? "" : " - ", ok ? "" : record.message.substr(0, 160)));
+                                      ok ? "" : " - ", ok ? "" : console_reason(record.message)));
       }
     });
   for (auto& t : threads) t.join();

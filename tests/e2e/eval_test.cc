@@ -158,6 +158,66 @@ TEST(Eval, CompileErrorNamesFileAndLine) {
   const json& d = o.record["build"]["diagnostics"][0];
   EXPECT_GT(d["line"].get<int>(), 0);
   EXPECT_NE(d["file"].get<std::string>().find("main.cpp"), std::string::npos) << d.dump();
+  // The first error points at the line of the .py the user wrote (the string's line 12 there),
+  // with the compiler's message on the message's first line.
+  EXPECT_EQ(d.value("solution_line", 0), 12) << d.dump();
+  const std::string message = o.record["message"];
+  const std::string first = message.substr(0, message.find('\n'));
+  EXPECT_EQ(first.rfind((kSource / "examples/level1/19_ReLU/cpu_compile_error.py").string() + ":12: error: ", 0), 0u)
+      << message;
+  EXPECT_NE(first.find("before"), std::string::npos) << "the compiler's own words: " << first;
+}
+
+// In a run folder, the console line of a compile error carries the compiler's first message at the
+// solution's line (it used to stop at the cache path, 80 characters in).
+TEST(Run, ACompileErrorsConsoleLineShowsTheFirstErrorAtTheSolutionsLine) {
+  fs::path run = temp_dir("compile_error_run");
+  const fs::path sample = run / "level_1_problem_19_sample_0_kernel.py";
+  fs::copy_file(kSource / "examples/level1/19_ReLU/cpu_compile_error.py", sample);
+  Outcome o = run_kbv({"eval", "--problems", (kSource / "problems").string(), "--run", run.string(), "--level", "1",
+                       "--device", "cpu"});
+  EXPECT_NE(o.code, -1) << o.output;
+  const std::string line = "level 1 problem 19 sample 0: compile_error";
+  const size_t at = o.output.find(line);
+  ASSERT_NE(at, std::string::npos) << o.output;
+  const std::string rest = o.output.substr(at, o.output.find('\n', at) - at);
+  EXPECT_NE(rest.find(sample.string() + ":12: error: expected"), std::string::npos) << rest;
+  EXPECT_EQ(rest.find("cache/build"), std::string::npos) << rest;
+}
+
+// Two copies of one failing solution share a cached build; each record names its own file.
+TEST(Eval, ACachedBuildFailureNamesTheFileBeingEvaluated) {
+  fs::path dir = temp_dir("compile_error_twice");
+  const fs::path src = kSource / "examples/level1/19_ReLU/cpu_compile_error.py";
+  for (const char* run : {"model_a", "model_b"}) {
+    fs::create_directories(dir / run);
+    fs::copy_file(src, dir / run / "kernel.py", fs::copy_options::overwrite_existing);
+  }
+  for (const char* run : {"model_a", "model_b"}) {
+    const fs::path solution = dir / run / "kernel.py";
+    Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                         solution.string(), "--device", "cpu", "--json", (dir / run / "r.json").string()},
+                        dir / run / "r.json");
+    ASSERT_EQ(o.code, 0) << o.output;
+    EXPECT_EQ(o.record["verdict"], "compile_error");
+    const std::string message = o.record["message"];
+    EXPECT_EQ(message.rfind(solution.string() + ":12: error: ", 0), 0u) << message;
+    EXPECT_EQ(message.find(run == std::string("model_a") ? "model_b" : "model_a"), std::string::npos) << message;
+    if (run != std::string("model_a")) continue;
+    // The entry as a kbv from before the mapping cached it (no solution_line): still mapped, from
+    // the generated file in the cache.
+    int stripped = 0;
+    for (const auto& e : fs::directory_iterator(fs::path(KBV_TEST_CACHE) / "build")) {
+      json r = json::parse(kbv::read_file(e.path() / "result.json").text, nullptr, false);
+      if (!r.is_object() || r.value("kind", "") != "compile_error" ||
+          r.dump().find("kbv_ex_l1_19_relu_cpu_compile_error/main.cpp") == std::string::npos)
+        continue;  // not this code's entry (the key is the code's hash, so every copy shares it)
+      for (auto& d : r["diagnostics"]) d.erase("solution_line");  // absent already in an entry an older kbv wrote
+      std::ofstream(e.path() / "result.json") << r.dump(2);
+      ++stripped;
+    }
+    EXPECT_GT(stripped, 0) << "the solution's cache entry not found";
+  }
 }
 
 TEST(Eval, CudaSolutionOnCpuRunSaysSo) {

@@ -193,6 +193,29 @@ TEST(ReportE2E, KbvRunInEveryFormat) {
   EXPECT_NE(md.find("failed on D4"), std::string::npos);
 }
 
+// A folder `kbv generate` wrote: the leaderboard names the model and sums its tokens and cost.
+TEST(ReportE2E, TheLeaderboardShowsWhatGenerateRecorded) {
+  fs::path generated = kbv_fixture_run("generated-model");
+  std::ofstream(generated / "level_1_problem_19_sample_0_response.json")
+      << R"({"status":"ok","model":"vendor/model-x","prompt_tokens":1500,"completion_tokens":500,"cost_usd":0.25})";
+  std::ofstream(generated / "level_1_problem_19_sample_1_response.json")
+      << R"({"status":"ok","model":"vendor/model-x","prompt_tokens":1500,"completion_tokens":700,"cost_usd":0.5})";
+  fs::path plain = kbv_fixture_run("plain-folder");
+  fs::path out = temp_dir("generated-report");
+  Outcome o = kbv_cmd({"report", generated.string(), plain.string(), "--out", (out / "r.md").string()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  const std::string md = kbv::read_file(out / "r.md").text;
+  EXPECT_NE(md.find("| vendor/model-x |"), std::string::npos) << md.substr(0, 3000);
+  EXPECT_NE(md.find("3000 + 1200"), std::string::npos) << md.substr(0, 3000);
+  EXPECT_NE(md.find("$0.75"), std::string::npos) << md.substr(0, 3000);
+  EXPECT_NE(md.find("no generate records"), std::string::npos) << "the plain folder has none";
+  o = kbv_cmd({"report", generated.string(), "--out", (out / "r.json").string()});
+  ASSERT_EQ(o.code, 0) << o.output;
+  json j = json::parse(kbv::read_file(out / "r.json").text);
+  EXPECT_EQ(j["runs"][0]["generation"]["records"], 2);
+  EXPECT_EQ(j["runs"][0]["generation"]["completion_tokens"], 1200);
+}
+
 bool have_chromium() { return kbv::run_command({"chromium", "--version"}, {}, std::chrono::seconds(30)).status.exited; }
 
 // The HTML in a real browser: it renders, the plots are there, the script ran, no console message.
@@ -209,48 +232,70 @@ TEST(ReportE2E, HtmlRendersInHeadlessChromium) {
   const std::vector<std::string> common = {
       "chromium", "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0"};
 
-  std::vector<std::string> dump = common;
-  dump.insert(dump.end(), {"--dump-dom", url});
-  kbv::RunResult d = kbv::run_command(dump, {}, std::chrono::seconds(120), 8 << 20);
-  ASSERT_TRUE(d.status.exited && d.status.code == 0) << d.status.describe() << d.error;
-  const std::string dom = d.output;
-  EXPECT_NE(dom.find("data-kbv-ready=\"ok\""), std::string::npos) << "the page's script did not finish";
-  EXPECT_EQ(dom.find("id=\"kbv-error\""), std::string::npos) << dom.substr(dom.find("kbv-error"), 400);
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(dom, m, std::regex("data-kbv-plots=\"(\\d+)\""))) << "plot count missing";
-  EXPECT_EQ(std::stoi(m[1]), 6) << "speedup, memory and verdict plots for each of the two runs";
-  for (const char* id : {"speedup-0", "memory-0", "verdict-0", "speedup-1", "leaderboard", "samples-1"})
-    EXPECT_NE(dom.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
-  EXPECT_NE(dom.find("<rect"), std::string::npos) << "histogram bars";
-  EXPECT_NE(dom.find("<circle"), std::string::npos) << "scatter points";
+  // At a laptop's width and a wide screen's: the page's script ran, and it measured the layout
+  // (the page no wider than the window, every plot at least 280 px wide).
+  for (int width : {1366, 2560}) {
+    SCOPED_TRACE("window width " + std::to_string(width));
+    std::vector<std::string> dump = common;
+    dump.insert(dump.end(), {"--window-size=" + std::to_string(width) + ",900", "--dump-dom", url});
+    kbv::RunResult d = kbv::run_command(dump, {}, std::chrono::seconds(120), 8 << 20);
+    ASSERT_TRUE(d.status.exited && d.status.code == 0) << d.status.describe() << d.error;
+    const std::string dom = d.output;
+    EXPECT_NE(dom.find("data-kbv-ready=\"ok\""), std::string::npos) << "the page's script did not finish";
+    EXPECT_EQ(dom.find("id=\"kbv-error\""), std::string::npos) << dom.substr(dom.find("kbv-error"), 400);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(dom, m, std::regex("data-kbv-plots=\"(\\d+)\""))) << "plot count missing";
+    EXPECT_EQ(std::stoi(m[1]), 12) << "a speedup and a memory plot per level (3 levels in the kbv run, 1 in the "
+                                      "upstream one), a verdict plot per run, fast_p and the overlay";
+    for (const char* id : {"speedup-0", "memory-0", "verdict-0", "speedup-1", "leaderboard", "gates", "samples-1",
+                           "fast-p", "speedup-overlay"})
+      EXPECT_NE(dom.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+    EXPECT_NE(dom.find("<rect"), std::string::npos) << "histogram bars";
+    EXPECT_NE(dom.find("<circle"), std::string::npos) << "scatter points";
+    auto attr = [&](const std::string& name) {
+      std::smatch a;
+      EXPECT_TRUE(std::regex_search(dom, a, std::regex(name + "=\"(\\d+)\""))) << name << " missing";
+      return a.empty() ? -1 : std::stoi(a[1]);
+    };
+    const int scroll = attr("data-kbv-scroll-width"), client = attr("data-kbv-client-width");
+    EXPECT_GT(client, width / 2) << "the window size reached the page";
+    EXPECT_LE(scroll, client) << "the page scrolls sideways";
+    EXPECT_EQ(attr("data-kbv-narrow-plots"), 0) << "a plot drawn narrower than 280 px";
+    EXPECT_GT(attr("data-kbv-widest-plot"), 400) << "plots follow the page's width, not a fixed 300 px";
+    EXPECT_LE(attr("data-kbv-widest-plot"), client);
+  }
 
   // Console messages (errors, warnings, logs) are reported on stderr as ":CONSOLE" lines.
   // run_command merges stderr into output, so check a separate run's log file.
-  fs::path png = html.parent_path() / "report.png";
-  fs::path log = html.parent_path() / "chromium.log";
-  std::vector<std::string> shot = common;
-  shot.insert(shot.end(), {"--hide-scrollbars", "--window-size=1280,2200", "--screenshot=" + png.string(), url});
-  kbv::SpawnOptions so;
-  so.argv = shot;
-  so.log_path = log;
-  so.protocol_pipes = false;
-  std::string error;
-  auto child = kbv::spawn(so, error);
-  ASSERT_TRUE(child) << error;
-  auto status = kbv::wait_for(child->pid, std::chrono::seconds(120));
-  if (!status) kbv::kill_group(child->pid);
-  ASSERT_TRUE(status && status->exited && status->code == 0) << kbv::tail_file(log, 4000);
-  std::string chromium_log = kbv::read_file(log).text;
-  EXPECT_EQ(chromium_log.find(":CONSOLE"), std::string::npos) << chromium_log;
-  ASSERT_TRUE(fs::exists(png));
-  EXPECT_GT(fs::file_size(png), 30000u) << "a blank page compresses to a few KB";
-  std::ifstream in(png, std::ios::binary);
-  char sig[8] = {};
-  in.read(sig, 8);
-  EXPECT_EQ(std::string(sig + 1, 3), "PNG");
+  for (int width : {1366, 2560}) {
+    SCOPED_TRACE("screenshot " + std::to_string(width) + " px wide");
+    fs::path png = html.parent_path() / ("report-" + std::to_string(width) + ".png");
+    fs::path log = html.parent_path() / ("chromium-" + std::to_string(width) + ".log");
+    std::vector<std::string> shot = common;
+    shot.insert(shot.end(), {"--hide-scrollbars", "--window-size=" + std::to_string(width) + ",2200",
+                             "--screenshot=" + png.string(), url});
+    kbv::SpawnOptions so;
+    so.argv = shot;
+    so.log_path = log;
+    so.protocol_pipes = false;
+    std::string error;
+    auto child = kbv::spawn(so, error);
+    ASSERT_TRUE(child) << error;
+    auto status = kbv::wait_for(child->pid, std::chrono::seconds(120));
+    if (!status) kbv::kill_group(child->pid);
+    ASSERT_TRUE(status && status->exited && status->code == 0) << kbv::tail_file(log, 4000);
+    std::string chromium_log = kbv::read_file(log).text;
+    EXPECT_EQ(chromium_log.find(":CONSOLE"), std::string::npos) << chromium_log;
+    ASSERT_TRUE(fs::exists(png));
+    EXPECT_GT(fs::file_size(png), 30000u) << "a blank page compresses to a few KB";
+    std::ifstream in(png, std::ios::binary);
+    char sig[8] = {};
+    in.read(sig, 8);
+    EXPECT_EQ(std::string(sig + 1, 3), "PNG");
+  }
   // Kept for docs/: KBV_REPORT_SCREENSHOT=path copies it out.
   if (const char* keep = std::getenv("KBV_REPORT_SCREENSHOT"); keep && *keep)
-    fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
+    fs::copy_file(html.parent_path() / "report-1366.png", keep, fs::copy_options::overwrite_existing);
 }
 
 // One store with the fp32 and the bf16 results of the same samples (docs/PRECISION.md): one

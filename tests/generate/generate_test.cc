@@ -496,6 +496,27 @@ TEST_F(Generate, CommandLineDryRunSendsAndWritesNothing) {
   EXPECT_TRUE(has(no_model.output, "--model")) << no_model.output;
 }
 
+TEST_F(Generate, CommandLineDeviceCpuAsksForCppCpuKernels) {
+  FakeServer server(dir_ / "server", json::array({{{"match", kAlpha}, {"replies", {code_reply("ALPHA_CPU = 1")}}}}));
+  RunResult r = kbv({"generate", "--problems", problems_.string(), "--run", run_.string(), "--model", "m", "--endpoint",
+                     server.url(), "--level", "1", "--only", "1", "--samples", "1", "--device", "cpu", "--api-key-env",
+                     "KBV_TEST_NO_KEY"});
+  EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.output;
+  EXPECT_TRUE(has(r.output, "CPU one_shot prompt")) << r.output;
+  std::vector<json> requests = server.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  const std::string prompt = requests[0]["body"]["messages"][0]["content"];
+  EXPECT_TRUE(has(prompt, "custom C++ CPU\nkernels")) << prompt;
+  EXPECT_TRUE(has(prompt, "ALPHA_MARKER"));
+  EXPECT_FALSE(has(prompt, "__global__")) << prompt;
+  EXPECT_EQ(read(kernel(1, 1, 0)), "ALPHA_CPU = 1\n");
+  EXPECT_EQ(sidecar(1, 1, 0)["prompt"]["device"], "cpu");
+
+  RunResult bad = kbv({"generate", "--problems", problems_.string(), "--run", run_.string(), "--model", "m",
+                       "--device", "gpu", "--dry-run"});
+  EXPECT_EQ(bad.status.code, 2) << bad.output;
+}
+
 TEST_F(Generate, CommandLineCtrlCKeepsWhatWasWritten) {
   json slow = code_reply("BETA_SLOW");
   slow["delay_s"] = 20;

@@ -93,6 +93,54 @@ TEST(Prompt, ZeroShotHasNoExampleAndFewShotHasThemAll) {
   EXPECT_NE(zero.hash, few.hash);
 }
 
+// --device cpu: a C++ CPU kernel (load_inline with cpp_sources only), from the templates of cpu/.
+TEST(Prompt, CpuDeviceAsksForCppKernelsWithACpuExample) {
+  std::string relu = read(kSource / "problems/level1/19_ReLU.py");
+  for (const char* variant : {"zero_shot", "one_shot", "few_shot"}) {
+    SCOPED_TRACE(variant);
+    PromptOptions o = shipped(variant);
+    o.device = "cpu";
+    Prompt cpu = render(o, relu);
+    Prompt cuda = render(shipped(variant), relu);
+    EXPECT_TRUE(has(cpu.text, "custom C++ CPU\nkernels")) << cpu.text;
+    EXPECT_TRUE(has(cpu.text, "cpp_sources, no cuda_sources")) << cpu.text;
+    EXPECT_TRUE(has(cpu.text, "return torch.relu(x)"));
+    EXPECT_TRUE(has(cpu.text, "float32")) << "the precision note is shared";
+    EXPECT_FALSE(has(cpu.text, "__global__")) << "no CUDA example";
+    EXPECT_FALSE(has(cpu.text, "custom CUDA")) << cpu.text;
+    EXPECT_FALSE(has(cpu.text, "{{"));
+    EXPECT_NE(cpu.hash, cuda.hash);
+    if (std::string(variant) != "zero_shot") {
+      EXPECT_TRUE(has(cpu.text, "at::parallel_for")) << "the CPU example";
+      EXPECT_TRUE(has(cpu.text, "device=\"cpu\"")) << "its reference makes CPU inputs";
+    }
+  }
+  // The templates' hash says which files made the prompt.
+  std::string error;
+  PromptOptions o = shipped("one_shot");
+  o.device = "cpu";
+  auto t = load_prompt_templates(o, error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_TRUE(t->files.count("cpu/one_shot.md"));
+  EXPECT_TRUE(t->files.count("cpu/examples/01_add_solution.py"));
+  EXPECT_FALSE(t->files.count("one_shot.md"));
+  EXPECT_TRUE(t->files.count("precision_fp32.md")) << "shared files come from the main folder";
+  // A GPU's hardware block makes no sense for a CPU kernel; an unknown device is refused.
+  o.hardware = "H100";
+  EXPECT_FALSE(load_prompt_templates(o, error));
+  EXPECT_TRUE(has(error, "--device cpu")) << error;
+  o.hardware.clear();
+  o.device = "tpu";
+  EXPECT_FALSE(load_prompt_templates(o, error));
+  EXPECT_TRUE(has(error, "cuda or cpu")) << error;
+}
+
+TEST(Prompt, TheCpuExampleIsACppOnlyLoadInline) {
+  std::string solution = read(kSource / "prompts/cpu/examples/01_add_solution.py");
+  EXPECT_TRUE(has(solution, "cpp_sources=add_source"));
+  EXPECT_FALSE(has(solution, "cuda"));
+}
+
 TEST(Prompt, PrecisionAndHardwareBlocks) {
   std::string relu = read(kSource / "problems/level1/19_ReLU.py");
   PromptOptions o = shipped("one_shot");

@@ -251,5 +251,65 @@ TEST(Traceback, NoFrames) {
   EXPECT_EQ(parse_python_traceback("").exception, "");
 }
 
+
+// A solution as a user writes it and the main.cpp load_inline generates from its string (the
+// example examples/level1/19_ReLU/cpu_compile_error.py and the file torch 2.11 wrote for it).
+constexpr const char* kSolutionPy = R"(import torch
+from torch.utils.cpp_extension import load_inline
+
+cpp_source = r"""
+#include <torch/extension.h>
+
+torch::Tensor relu_cpu(torch::Tensor x) {
+    auto y = torch::empty_like(x)
+    const float* in = x.data_ptr<float>();
+    return yy;
+}
+"""
+
+relu_ext = load_inline(name="relu", cpp_sources=cpp_source, functions=["relu_cpu"])
+)";
+constexpr const char* kGeneratedMainCpp = R"(#include <torch/extension.h>
+
+#include <torch/extension.h>
+
+torch::Tensor relu_cpu(torch::Tensor x) {
+    auto y = torch::empty_like(x)
+    const float* in = x.data_ptr<float>();
+    return yy;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+m.def("relu_cpu", torch::wrap_pybind_function(relu_cpu), "relu_cpu");
+}
+)";
+
+TEST(SourceLine, MapsAGeneratedLineToTheLineOfThePythonFile) {
+  EXPECT_EQ(source_line_of(kGeneratedMainCpp, kSolutionPy, 7), 9);  // const float* in ...
+  EXPECT_EQ(source_line_of(kGeneratedMainCpp, kSolutionPy, 8), 10);  // return yy;
+  EXPECT_EQ(source_line_of(kGeneratedMainCpp, kSolutionPy, 5), 7);   // the function's first line
+  // A closing brace occurs in many places; the lines around it place it.
+  EXPECT_EQ(source_line_of(kGeneratedMainCpp, kSolutionPy, 9), 11);
+}
+
+TEST(SourceLine, NoLineForTextTheUserDidNotWrite) {
+  // The pybind module load_inline adds is nowhere in the solution.
+  EXPECT_EQ(source_line_of(kGeneratedMainCpp, kSolutionPy, 12), std::nullopt);
+  EXPECT_EQ(source_line_of(kGeneratedMainCpp, kSolutionPy, 0), std::nullopt);
+  EXPECT_EQ(source_line_of(kGeneratedMainCpp, kSolutionPy, 99), std::nullopt);
+  // The string written with escapes ("...\n...") is not found verbatim: no guess.
+  EXPECT_EQ(source_line_of(kGeneratedMainCpp,
+                           "src = \"#include <torch/extension.h>\\ntorch::Tensor relu_cpu(torch::Tensor x) {\"\n", 5),
+            std::nullopt);
+}
+
+TEST(SourceLine, TwoEqualCopiesAreAmbiguous) {
+  const std::string block = "int f() {\n  return x;\n}\n";
+  const std::string py = "a = \"\"\"\n" + block + "\"\"\"\nb = \"\"\"\n" + block + "\"\"\"\n";
+  EXPECT_EQ(source_line_of("#include <x>\n" + block, py, 3), std::nullopt);
+  // One copy: found.
+  EXPECT_EQ(source_line_of("#include <x>\n" + block, "a = \"\"\"\n" + block + "\"\"\"\n", 3), 3);
+}
+
 }  // namespace
 }  // namespace kbv

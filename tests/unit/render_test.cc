@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -142,8 +143,107 @@ TEST(Html, SelfContainedWithPlotsAndSortableTables) {
   EXPECT_EQ(html.find("say \"hi\""), std::string::npos);
   // One scatter point per correct sample with both a speedup and a memory ratio (problems 1 and 3).
   size_t points = 0;
-  for (size_t at = html.find("<circle"); at != std::string::npos; at = html.find("<circle", at + 1)) ++points;
+  for (size_t at = html.find("class=\"pt\""); at != std::string::npos; at = html.find("class=\"pt\"", at + 1)) ++points;
   EXPECT_EQ(points, 2u);
+  // Plots have a viewBox and no fixed size: the page's CSS sizes them.
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"(<svg[^>]*class="plot"[^>]*viewBox="0 0 640 330"[^>]* width=)")));
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The problem the issue saw: 11.4x, 48.1x and 484x lumped into one "11.3x to 16x" bar.
+TEST(Html, SpeedupAxisSpansTheDataAndEachBarSaysWhatIsInIt) {
+  std::string html = render_html(input_with(
+      {rec(1, 0, "correct", 11.4), rec(2, 0, "correct", 48.1), rec(3, 0, "correct", 484.0), rec(4, 0, "correct", 0.9)}));
+  EXPECT_EQ(html.find("16×</title>"), std::string::npos) << "no bar ends at a fixed 16x cap";
+  // 484x is in its own bar, from 256x to 512x, and the axis reaches 512x.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(html, m, std::regex(R"(<title>1 sample\(s\), 256× to 512×:\nL1 3_Op.py s0 484×</title>)")))
+      << html.substr(html.find("id=\"speedup-0-level1\""), 3000);
+  EXPECT_NE(html.find(">512×</text>"), std::string::npos);
+  EXPECT_NE(html.find("32× to 64×:\nL1 2_Op.py s0 48.1×"), std::string::npos);
+  EXPECT_NE(html.find("8× to 16×:\nL1 1_Op.py s0 11.4×"), std::string::npos);
+  // The axis starts where the data start (0.9x: from 1/2x), not at a fixed 1/16x.
+  EXPECT_NE(html.find(">1/2×</text>"), std::string::npos);
+  EXPECT_EQ(html.find(">1/16×</text>"), std::string::npos);
+  EXPECT_EQ(html.find("class=\"bar-over\""), std::string::npos) << "nothing beyond the caps";
+}
+
+TEST(Html, ASpeedupBeyondTheAxisCapIsAnOverflowBarThatListsIt) {
+  std::string html = render_html(input_with({rec(1, 0, "correct", 2.0), rec(2, 0, "correct", 1e6)}));
+  EXPECT_NE(html.find("class=\"bar-over\"><title>1 sample(s), above 4096×:\nL1 2_Op.py s0 1000000×"),
+            std::string::npos)
+      << html.substr(html.find("id=\"speedup-0-level1\""), 4000);
+  EXPECT_NE(html.find(">&gt;4096×</text>"), std::string::npos) << "the overflow slot is labelled";
+}
+
+TEST(Html, FastPCurvesAndOverlaidDistributionsOneLinePerRun) {
+  ReportInput in;
+  in.runs.push_back(summarize("run-a", {rec(1, 0, "correct", 2.0), rec(2, 0, "correct", 0.5), rec(3, 0, "wrong_output")},
+                              {}, "tf32"));
+  in.runs.push_back(summarize("run-b", {rec(1, 0, "correct", 3.0), rec(2, 0, "correct", 1.2), rec(3, 0, "correct", 8.0)},
+                              {}, "tf32"));
+  std::string html = render_html(in);
+  const size_t fast = html.find("id=\"fast-p\""), overlay = html.find("id=\"speedup-overlay\"");
+  ASSERT_NE(fast, std::string::npos);
+  ASSERT_NE(overlay, std::string::npos);
+  const std::string fast_svg = html.substr(fast, html.find("</svg>", fast) - fast);
+  const std::string overlay_svg = html.substr(overlay, html.find("</svg>", overlay) - overlay);
+  EXPECT_EQ(count(fast_svg, "class=\"curve\""), 2u);
+  EXPECT_EQ(count(overlay_svg, "class=\"curve\""), 2u);
+  // fast_1: run-a 1 of 3 slots (2x), run-b 2 of 3 (3x, 8x; 1.2x too): 3 of 3.
+  EXPECT_NE(fast_svg.find("run-a: fast_1 = 33.3%"), std::string::npos) << fast_svg;
+  EXPECT_NE(fast_svg.find("run-b: fast_1 = 100.0%"), std::string::npos) << fast_svg;
+  EXPECT_NE(fast_svg.find("run-b: fast_2 = 66.7%"), std::string::npos) << fast_svg;
+  // One run: the curve, no overlay.
+  std::string one = render_html(input_with({rec(1, 0, "correct", 2.0)}));
+  EXPECT_NE(one.find("id=\"fast-p\""), std::string::npos);
+  EXPECT_EQ(one.find("id=\"speedup-overlay\""), std::string::npos);
+}
+
+TEST(Leaderboard, FourGatesTableAndTheModelTokensAndCostOfGenerate) {
+  ReportInput in;
+  in.runs.push_back(summarize("runs/a", {rec(1, 0, "correct", 2.0), rec(2, 0, "wrong_output", 3.0)}, {}, "tf32"));
+  in.runs.push_back(summarize("runs/b", {rec(1, 0, "correct", 0.5)}, {}, "tf32"));
+  in.runs[0].generation.records = 2;
+  in.runs[0].generation.models = {"gpt-test"};
+  in.runs[0].generation.prompt_tokens = 1200;
+  in.runs[0].generation.completion_tokens = 800;
+  in.runs[0].generation.with_tokens = 2;
+  in.runs[0].generation.cost_usd = 0.125;
+  in.runs[0].generation.with_cost = 1;
+  Table lb = leaderboard_table(in);
+  auto col = [&](const Table& t, const std::string& name) {
+    auto it = std::find(t.header.begin(), t.header.end(), name);
+    EXPECT_NE(it, t.header.end()) << name;
+    return static_cast<size_t>(it - t.header.begin());
+  };
+  EXPECT_EQ(lb.rows[0][col(lb, "model")].text, "gpt-test");
+  EXPECT_EQ(lb.rows[1][col(lb, "model")].text, "runs/b") << "the folder's name without generate records";
+  EXPECT_EQ(lb.rows[0][col(lb, "tokens (prompt + completion)")].text, "1200 + 800");
+  EXPECT_EQ(lb.rows[0][col(lb, "cost")].text, "$0.12 (1 of 2 records)");
+  EXPECT_EQ(lb.rows[1][col(lb, "cost")].text, "no generate records");
+  for (const auto& row : lb.rows) EXPECT_EQ(row.size(), lb.header.size());
+
+  Table g = gates_table(in);
+  ASSERT_EQ(g.header.size(), 9u);
+  // run a: problem 1 correct everywhere at 2x (tf32) / 4x (fp32); problem 2 passes D1 only at 3x / 6x.
+  EXPECT_EQ(g.rows[0][col(g, "fast_1 (TF32, standard)")].text, "100.0%");
+  EXPECT_EQ(g.rows[0][col(g, "fast_1 (TF32, hidden)")].text, "50.0%");
+  EXPECT_EQ(g.rows[0][col(g, "geomean (FP32, hidden)")].text, "4.00×");
+  EXPECT_EQ(g.rows[1][col(g, "fast_1 (FP32, hidden)")].text, "0.0%");
+  EXPECT_EQ(g.rows[1][col(g, "geomean (TF32, standard)")].text, "0.50×");
+  EXPECT_NE(render_markdown(in).find("fast_1 (FP32, hidden)"), std::string::npos);
+  json j = json::parse(render_json(in).dump());
+  EXPECT_EQ(j["runs"][0]["generation"]["models"], json::array({"gpt-test"}));
+  EXPECT_EQ(j["runs"][0]["generation"]["prompt_tokens"], 1200);
+  EXPECT_EQ(j["runs"][0]["generation"]["cost_usd"], 0.125);
+  EXPECT_TRUE(j["runs"][1]["generation"].is_null());
+  EXPECT_NE(render_html(in).find("id=\"gates\""), std::string::npos);
 }
 
 TEST(Html, UnmeasuredPanelsSaySo) {
