@@ -2,6 +2,7 @@
 #pragma once
 #include <atomic>
 #include <filesystem>
+#include <memory>
 #include <future>
 #include <thread>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "record/record.h"
 #include "supervisor/session.h"
 #include "supervisor/verdict.h"
+#include "util/fs.h"
 #include "util/outcome.h"
 
 namespace kbv {
@@ -58,6 +60,9 @@ struct Pair {
   int level = 0;
   int problem_id = 0;
   int sample_id = 0;
+  // The problem file's text when the caller read it already (batch mode reads each problem once
+  // for all its samples); null: read from problem_path.
+  std::shared_ptr<const FileText> problem_text;
 };
 
 // Keeps one reference worker loaded with one problem, so consecutive samples of the same
@@ -67,8 +72,9 @@ class ReferenceHost {
   ~ReferenceHost();
   // The loaded worker for this problem (started and loaded if needed), or nullptr with the
   // failure in `failure` (kind problem_error or interrupted).
+  // `text`: the problem file's text when the caller has it (null: read here).
   WorkerProcess* get(const std::filesystem::path& problem, const EvalOptions& options,
-                     msg::LoadProblemReply& load_reply, FailureKind& failure);
+                     msg::LoadProblemReply& load_reply, FailureKind& failure, const FileText* text = nullptr);
   void reset();
   // Takes an idle reference worker (from probe_environment) to load the next problem into.
   void adopt(std::unique_ptr<WorkerProcess> idle);
@@ -102,6 +108,7 @@ class BuildQueue {
     SolutionSource solution;
     std::filesystem::path path;
     EvalOptions options;
+    std::optional<bool> rejected;  // the static analysis' decision when the caller has it (else linted here)
   };
   BuildQueue(std::vector<Item> items, const Environment& env, int jobs);
   ~BuildQueue();
@@ -123,9 +130,23 @@ class BuildQueue {
 LintReport lint_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path, Policy policy,
                           const std::string& precision);
 
+// A candidate read, hashed and linted: done once per sample (batch mode does it before the
+// builds, which skip what the lint rejects, and hands it to evaluate_pair).
+struct PreparedCandidate {
+  SolutionSource solution;
+  std::string hash;  // sha256 of the code ("" hashed when it cannot be read), the store key's
+  LintReport lint;   // empty when the solution cannot be read
+};
+PreparedCandidate prepare_candidate(const std::filesystem::path& solution_path, const EvalOptions& options);
+// The two halves: read and hash (enough to look the sample up in the store), then lint.
+PreparedCandidate read_candidate(const std::filesystem::path& solution_path);
+void lint_prepared(PreparedCandidate& candidate, const std::filesystem::path& solution_path, const EvalOptions& options);
+
 // One pair: lint, build, load, trials x distributions, verdict. Never throws; every failure is a record.
+// `prepared`: the candidate already read and linted (else done here).
 Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
-                     ReferenceHost& reference, const BuildResult* prebuilt = nullptr);
+                     ReferenceHost& reference, const BuildResult* prebuilt = nullptr,
+                     const PreparedCandidate* prepared = nullptr);
 
 // `kbv eval --problems DIR --run DIR`: every sample of the run, stored and resumable.
 struct RunOptions {
