@@ -1,14 +1,32 @@
-// The record's JSON, both ways (record.h). Each key is spelled here and nowhere else.
+// The record's JSON, both ways (record.h). Each part's keys are listed once, in its fields()
+// below, which a Reader (JSON -> struct) and a Writer (struct -> JSON) both walk: a key is
+// spelled once and serves both directions.
 #include "record/record.h"
 
 #include <array>
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 namespace kbv {
 using nlohmann::json;
 
 namespace {
+
+constexpr std::array<std::pair<Verdict, const char*>, 10> kVerdictNames = {{
+    {Verdict::pending, ""},
+    {Verdict::correct, "correct"},
+    {Verdict::wrong_output, "wrong_output"},
+    {Verdict::compile_error, "compile_error"},
+    {Verdict::runtime_error, "runtime_error"},
+    {Verdict::timeout, "timeout"},
+    {Verdict::crashed, "crashed"},
+    {Verdict::rejected, "rejected"},
+    {Verdict::problem_error, "problem_error"},
+    {Verdict::interrupted, "interrupted"},
+}};
+
+using Dists = std::vector<RecordProtocol::Dist>;
 
 // ---- reading: take a key out of `u.extra` into a typed field when its type fits ----------------
 
@@ -24,6 +42,15 @@ bool fits(const json& v, const std::map<std::string, double>*) {
     if (!x.is_number()) return false;
   return true;
 }
+bool fits(const json& v, const Verdict*) { return v.is_string() && parse_verdict(v.get<std::string>()); }
+// The protocol's distributions: a list of {"name": string, "scale": anything}, nothing else.
+bool fits(const json& v, const Dists*) {
+  if (!v.is_array()) return false;
+  for (const auto& d : v)
+    if (!d.is_object() || d.size() != 2 || !d.contains("name") || !d["name"].is_string() || !d.contains("scale"))
+      return false;
+  return true;
+}
 bool fits(const json& v, const std::vector<std::string>*) {
   if (!v.is_array()) return false;
   for (const auto& x : v)
@@ -33,8 +60,17 @@ bool fits(const json& v, const std::vector<std::string>*) {
 
 template <class T>
 T convert(const json& v) {
-  if constexpr (std::is_same_v<T, json>) return v;
-  else return v.get<T>();
+  if constexpr (std::is_same_v<T, json>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, Verdict>) {
+    return *parse_verdict(v.get<std::string>());
+  } else if constexpr (std::is_same_v<T, Dists>) {
+    Dists list;
+    for (const auto& d : v) list.push_back({d["name"].get<std::string>(), d["scale"]});
+    return list;
+  } else {
+    return v.get<T>();
+  }
 }
 
 // An optional key: set when present with a fitting type (else left in extra, verbatim).
@@ -62,15 +98,6 @@ void take(Unknown& u, const char* key, T& out) {
   u.extra.erase(it);
 }
 
-// A nested object part: parsed when the key holds an object.
-template <class T, class Parse>
-void take_part(Unknown& u, const char* key, std::optional<T>& out, Parse parse) {
-  auto it = u.extra.find(key);
-  if (it == u.extra.end() || !it->is_object()) return;
-  out = parse(*it);
-  u.extra.erase(it);
-}
-
 Unknown start(const json& j) {
   Unknown u;
   if (j.is_object()) u.extra = j;
@@ -87,267 +114,242 @@ json number(const Unknown& u, const char* key, double v) {
   return json(v);
 }
 
-template <class T>
-void put(json& j, const Unknown& u, const char* key, const T& value) {
-  if (u.absent.count(key)) return;
-  if constexpr (std::is_same_v<T, double>) j[key] = number(u, key, value);
-  else j[key] = value;
-}
-template <class T>
-void put(json& j, const char* key, const std::optional<T>& value) {
-  if (value) j[key] = *value;
-}
-void put(json& j, const Unknown& u, const char* key, const std::optional<double>& value) {
-  if (value) j[key] = number(u, key, *value);
-}
 
-// ---- the keys ------------------------------------------------------------------------------------
+// ---- the two visitors ------------------------------------------------------------------------------
+// fields(v, part) calls, per key:
+//   v.opt(key, std::optional<T>&)     a key written only when set
+//   v.always(key, T&)                 a key always written (one an older record lacks stays out)
+//   v.part(key, std::optional<P>&)    an optional nested object with its own fields()
+//   v.always_part(key, P&)            an always-written nested object
+//   v.list(key, std::vector<P>&)      an always-written list of nested objects
+//   v.object(key, json&)              an always-written object passed through
+//   v.nullable(key, std::string&)     an always-written string, null when empty
 
-namespace k {
-constexpr const char* level = "level";
-constexpr const char* problem_id = "problem_id";
-constexpr const char* sample_id = "sample_id";
-constexpr const char* problem = "problem";
-constexpr const char* solution = "solution";
-constexpr const char* solution_hash = "solution_hash";
-constexpr const char* source_origin = "source_origin";
-constexpr const char* precision = "precision";
-constexpr const char* compiled = "compiled";
-constexpr const char* correctness = "correctness";
-constexpr const char* verdict = "verdict";
-constexpr const char* message = "message";
-constexpr const char* findings = "findings";
-constexpr const char* distributions = "distributions";
-constexpr const char* reference_error = "reference_error";
-constexpr const char* traceback = "traceback";
-constexpr const char* problem_overrides = "problem_overrides";
-constexpr const char* metadata = "metadata";
-constexpr const char* runtime = "runtime";
-constexpr const char* runtime_stats = "runtime_stats";
-constexpr const char* timing = "timing";
-constexpr const char* memory = "memory";
-constexpr const char* compute = "compute";
-constexpr const char* audit = "audit";
-constexpr const char* sandbox = "sandbox";
-constexpr const char* build = "build";
-constexpr const char* seconds = "seconds";
-constexpr const char* phase_seconds = "phase_seconds";
-constexpr const char* protocol = "protocol";
-constexpr const char* kernelbench = "kernelbench";
-}  // namespace k
+template <class P> P read_part(const json& j);
+template <class P> json write_part(const P& p);
 
-// ---- parts ---------------------------------------------------------------------------------------
-
-TrialResult trial_from_json(const json& j) {
-  TrialResult t;
-  t.unknown = start(j);
-  Unknown& u = t.unknown;
-  take(u, "trial", t.trial);
-  take(u, "distribution", t.distribution);
-  take(u, "scale", t.scale);
-  take(u, "seed", t.seed);
-  take(u, "passed", t.passed);
-  take(u, "reason", t.reason);
-  take(u, "comparisons", t.comparisons);
-  take(u, "mutated_inputs", t.mutated_inputs);
-  take(u, k::reference_error, t.reference_error);
-  return t;
-}
-
-json to_json(const TrialResult& t) {
-  json j = begin(t.unknown);
-  put(j, t.unknown, "trial", t.trial);
-  put(j, t.unknown, "distribution", t.distribution);
-  put(j, t.unknown, "scale", t.scale);
-  put(j, "seed", t.seed);
-  put(j, "passed", t.passed);
-  put(j, "reason", t.reason);
-  put(j, "comparisons", t.comparisons);
-  put(j, "mutated_inputs", t.mutated_inputs);
-  put(j, k::reference_error, t.reference_error);
-  return j;
-}
-
-// The metadata's typed keys, in one list for both directions.
-template <class M, class F>
-void metadata_fields(M& m, F&& f) {
-  f("hardware", m.hardware);
-  f("device", m.device);
-  f("correctness_trials", m.correctness_trials);
-  f("compilation_error", m.compilation_error);
-  f("runtime_error", m.runtime_error);
-  f("correctness_issue", m.correctness_issue);
-  f("problem_error", m.problem_error);
-  f("needs_cuda", m.needs_cuda);
-  f("dtype_fallback", m.dtype_fallback);
-}
-
-}  // namespace
-
-Metadata metadata_from_json(const json& j) {
-  Metadata m;
-  m.unknown = start(j);
-  metadata_fields(m, [&](const char* key, auto& field) { take(m.unknown, key, field); });
-  return m;
-}
-
-json to_json(const Metadata& m) {
-  json j = begin(m.unknown);
-  metadata_fields(m, [&](const char* key, const auto& field) { put(j, key, field); });
-  return j;
-}
-
-
-RecordProtocol protocol_from_json(const json& j) {
-  RecordProtocol p;
-  p.unknown = start(j);
-  Unknown& u = p.unknown;
-  take(u, "name", p.name);
-  take(u, "trials", p.trials);
-  if (auto it = u.extra.find("distributions"); it != u.extra.end() && it->is_array()) {
-    std::vector<RecordProtocol::Dist> list;
-    bool ok = true;
-    for (const auto& d : *it) {
-      if (!d.is_object() || d.size() != 2 || !d.contains("name") || !d["name"].is_string() || !d.contains("scale")) {
-        ok = false;
-        break;
-      }
-      list.push_back({d["name"].get<std::string>(), d["scale"]});
+struct Reader {
+  Unknown& u;
+  template <class T> void opt(const char* key, std::optional<T>& out) { take(u, key, out); }
+  template <class T> void always(const char* key, T& out) { take(u, key, out); }
+  template <class P> void part(const char* key, std::optional<P>& out) {
+    auto it = u.extra.find(key);
+    if (it == u.extra.end() || !it->is_object()) return;
+    out = read_part<P>(*it);
+    u.extra.erase(it);
+  }
+  template <class P> void always_part(const char* key, P& out) {
+    auto it = u.extra.find(key);
+    if (it == u.extra.end() || !it->is_object()) {
+      u.absent.insert(key);
+      return;
     }
-    if (ok) {
-      p.distributions = std::move(list);
-      u.extra.erase(it);
+    out = read_part<P>(*it);
+    u.extra.erase(it);
+  }
+  template <class P> void list(const char* key, std::vector<P>& out) {
+    auto it = u.extra.find(key);
+    bool objects = it != u.extra.end() && it->is_array();
+    if (objects)
+      for (const auto& x : *it) objects = objects && x.is_object();
+    if (!objects) {
+      u.absent.insert(key);
+      return;
+    }
+    for (const auto& x : *it) out.push_back(read_part<P>(x));
+    u.extra.erase(it);
+  }
+  void object(const char* key, json& out) {
+    auto it = u.extra.find(key);
+    if (it == u.extra.end() || !it->is_object()) {
+      u.absent.insert(key);
+      return;
+    }
+    out = *it;
+    u.extra.erase(it);
+  }
+  void nullable(const char* key, std::string& out) {
+    auto it = u.extra.find(key);
+    if (it == u.extra.end() || !(it->is_string() || it->is_null())) {
+      u.absent.insert(key);
+      return;
+    }
+    out = it->is_string() ? it->get<std::string>() : "";
+    u.extra.erase(it);
+  }
+};
+
+struct Writer {
+  json& j;
+  const Unknown& u;
+  template <class T> json value(const char* key, const T& v) const {
+    if constexpr (std::is_same_v<T, double>) {
+      return number(u, key, v);
+    } else if constexpr (std::is_same_v<T, Verdict>) {
+      return verdict_name(v);
+    } else if constexpr (std::is_same_v<T, Dists>) {
+      json list = json::array();
+      for (const auto& d : v) list.push_back({{"name", d.name}, {"scale", d.scale}});
+      return list;
+    } else {
+      return json(v);
     }
   }
-  take(u, k::precision, p.precision);
-  take(u, "device_name", p.device_name);
-  take(u, "torch_version", p.torch_version);
-  take(u, "python_version", p.python_version);
-  take(u, "kbv_version", p.kbv_version);
+  bool skip(const char* key) const { return u.absent.count(key) > 0; }
+  template <class T> void opt(const char* key, const std::optional<T>& v) {
+    if (v) j[key] = value(key, *v);
+  }
+  template <class T> void always(const char* key, const T& v) {
+    if (!skip(key)) j[key] = value(key, v);
+  }
+  template <class P> void part(const char* key, const std::optional<P>& p) {
+    if (p) j[key] = write_part(*p);
+  }
+  template <class P> void always_part(const char* key, const P& p) {
+    if (!skip(key)) j[key] = write_part(p);
+  }
+  template <class P> void list(const char* key, const std::vector<P>& items) {
+    if (skip(key)) return;
+    json list = json::array();
+    for (const auto& x : items) list.push_back(write_part(x));
+    j[key] = list;
+  }
+  void object(const char* key, const json& v) { always(key, v); }
+  void nullable(const char* key, const std::string& s) {
+    if (!skip(key)) j[key] = s.empty() ? json(nullptr) : json(s);
+  }
+};
+
+// ---- the keys: one list per part ---------------------------------------------------------------------
+
+#define KBV_FIELDS(Type) \
+  template <class V, class T> requires std::is_same_v<std::remove_const_t<T>, Type> void fields(V& v, T& m)
+
+KBV_FIELDS(Finding) {
+  v.always("rule", m.rule);
+  v.always("severity", m.severity);
+  v.always("message", m.message);
+  v.always("evidence", m.evidence);  // written as evidence_text() (Finding::to_json)
+  v.nullable("cheat", m.cheat);
+}
+KBV_FIELDS(TrialResult) {
+  v.always("trial", m.trial);
+  v.always("distribution", m.distribution);
+  v.always("scale", m.scale);
+  v.opt("seed", m.seed);
+  v.opt("passed", m.passed);
+  v.opt("reason", m.reason);
+  v.opt("comparisons", m.comparisons);
+  v.opt("mutated_inputs", m.mutated_inputs);
+  v.opt("reference_error", m.reference_error);
+}
+KBV_FIELDS(Metadata) {
+  v.opt("hardware", m.hardware);
+  v.opt("device", m.device);
+  v.opt("correctness_trials", m.correctness_trials);
+  v.opt("compilation_error", m.compilation_error);
+  v.opt("runtime_error", m.runtime_error);
+  v.opt("correctness_issue", m.correctness_issue);
+  v.opt("problem_error", m.problem_error);
+  v.opt("needs_cuda", m.needs_cuda);
+  v.opt("dtype_fallback", m.dtype_fallback);
+}
+KBV_FIELDS(RecordProtocol) {
+  v.opt("name", m.name);
+  v.opt("trials", m.trials);
+  v.opt("distributions", m.distributions);
+  v.opt("precision", m.precision);
+  v.opt("device_name", m.device_name);
+  v.opt("torch_version", m.torch_version);
+  v.opt("python_version", m.python_version);
+  v.opt("kbv_version", m.kbv_version);
+}
+KBV_FIELDS(TimedStats) {
+  v.opt("median_ms", m.median_ms);
+  v.opt("mean_ms", m.mean_ms);
+  v.opt("rse", m.rse);
+  v.opt("samples", m.samples);
+}
+KBV_FIELDS(Timing) {
+  v.opt("method", m.method);
+  v.opt("error", m.error);
+  v.part("candidate", m.candidate);
+  v.opt("baselines", m.baselines);
+  v.opt("speedup", m.speedup);
+  v.opt("speed_of_light", m.speed_of_light);
+}
+KBV_FIELDS(Memory::Side) { v.opt("peak_bytes", m.peak_bytes); }
+KBV_FIELDS(Memory) {
+  v.opt("measured", m.measured);
+  v.opt("method", m.method);
+  v.opt("reason", m.reason);
+  v.part("candidate", m.candidate);
+  v.opt("baselines", m.baselines);
+  v.opt("ratio", m.ratio);
+}
+KBV_FIELDS(BuildInfo) {
+  v.always("seconds", m.seconds);
+  v.always("cached", m.cached);
+  v.opt("diagnostics", m.diagnostics);
+}
+KBV_FIELDS(Imported) {
+  v.opt("format", m.format);
+  v.opt("key", m.key);
+  v.opt("standard_correctness", m.standard_correctness);
+  v.opt("hidden_correctness", m.hidden_correctness);
+  v.opt("hidden_failed", m.hidden_failed);
+  v.opt("hidden_metadata", m.hidden_metadata);
+  v.opt("peak_memory", m.peak_memory);
+}
+KBV_FIELDS(Record) {
+  v.always("level", m.level);
+  v.always("problem_id", m.problem_id);
+  v.always("sample_id", m.sample_id);
+  v.always("problem", m.problem);
+  v.always("solution", m.solution);
+  v.opt("solution_hash", m.solution_hash);
+  v.opt("source_origin", m.source_origin);
+  v.opt("precision", m.precision);
+  v.always("compiled", m.compiled);
+  v.always("correctness", m.correctness);
+  v.always("verdict", m.verdict);
+  v.always("message", m.message);
+  v.list("findings", m.findings);
+  v.list("distributions", m.distributions);
+  v.opt("reference_error", m.reference_error);
+  v.opt("traceback", m.traceback);
+  v.opt("problem_overrides", m.problem_overrides);
+  v.always_part("metadata", m.metadata);
+  v.always("runtime", m.runtime);
+  v.object("runtime_stats", m.runtime_stats);
+  v.part("timing", m.timing);
+  v.part("memory", m.memory);
+  v.opt("compute", m.compute);
+  v.opt("audit", m.audit);
+  v.opt("sandbox", m.sandbox);
+  v.part("build", m.build);
+  v.opt("seconds", m.seconds);
+  v.opt("phase_seconds", m.phase_seconds);
+  v.always_part("protocol", m.protocol);
+  v.part("kernelbench", m.kernelbench);
+}
+
+#undef KBV_FIELDS
+
+template <class P> P read_part(const json& j) {
+  P p;
+  p.unknown = start(j);
+  Reader r{p.unknown};
+  fields(r, p);
   return p;
 }
 
-namespace {
-
-json to_json(const RecordProtocol& p) {
+template <class P> json write_part(const P& p) {
   json j = begin(p.unknown);
-  put(j, "name", p.name);
-  put(j, "trials", p.trials);
-  if (p.distributions) {
-    json list = json::array();
-    for (const auto& d : *p.distributions) list.push_back({{"name", d.name}, {"scale", d.scale}});
-    j["distributions"] = list;
-  }
-  put(j, k::precision, p.precision);
-  put(j, "device_name", p.device_name);
-  put(j, "torch_version", p.torch_version);
-  put(j, "python_version", p.python_version);
-  put(j, "kbv_version", p.kbv_version);
+  Writer w{j, p.unknown};
+  fields(w, p);
   return j;
 }
-
-TimedStats stats_from_json(const json& j) {
-  TimedStats s;
-  s.unknown = start(j);
-  take(s.unknown, "median_ms", s.median_ms);
-  take(s.unknown, "mean_ms", s.mean_ms);
-  take(s.unknown, "rse", s.rse);
-  take(s.unknown, "samples", s.samples);
-  return s;
-}
-
-json to_json(const TimedStats& s) {
-  json j = begin(s.unknown);
-  put(j, s.unknown, "median_ms", s.median_ms);
-  put(j, s.unknown, "mean_ms", s.mean_ms);
-  put(j, s.unknown, "rse", s.rse);
-  put(j, "samples", s.samples);
-  return j;
-}
-
-Memory::Side side_from_json(const json& j) {
-  Memory::Side s;
-  s.unknown = start(j);
-  take(s.unknown, "peak_bytes", s.peak_bytes);
-  return s;
-}
-
-json to_json(const Memory::Side& s) {
-  json j = begin(s.unknown);
-  put(j, s.unknown, "peak_bytes", s.peak_bytes);
-  return j;
-}
-
-json to_json(const Memory& m) {
-  json j = begin(m.unknown);
-  put(j, "measured", m.measured);
-  put(j, "method", m.method);
-  put(j, "reason", m.reason);
-  if (m.candidate) j["candidate"] = to_json(*m.candidate);
-  put(j, "baselines", m.baselines);
-  put(j, "ratio", m.ratio);
-  return j;
-}
-
-BuildInfo build_from_json(const json& j) {
-  BuildInfo b;
-  b.unknown = start(j);
-  take(b.unknown, k::seconds, b.seconds);
-  take(b.unknown, "cached", b.cached);
-  take(b.unknown, "diagnostics", b.diagnostics);
-  return b;
-}
-
-json to_json(const BuildInfo& b) {
-  json j = begin(b.unknown);
-  put(j, b.unknown, k::seconds, b.seconds);
-  put(j, b.unknown, "cached", b.cached);
-  put(j, "diagnostics", b.diagnostics);
-  return j;
-}
-
-}  // namespace
-
-Imported imported_from_json(const json& j) {
-  Imported i;
-  i.unknown = start(j);
-  Unknown& u = i.unknown;
-  take(u, "format", i.format);
-  take(u, "key", i.key);
-  take(u, "standard_correctness", i.standard_correctness);
-  take(u, "hidden_correctness", i.hidden_correctness);
-  take(u, "hidden_failed", i.hidden_failed);
-  take(u, "hidden_metadata", i.hidden_metadata);
-  take(u, "peak_memory", i.peak_memory);
-  return i;
-}
-
-json to_json(const Imported& i) {
-  json j = begin(i.unknown);
-  put(j, "format", i.format);
-  put(j, "key", i.key);
-  put(j, "standard_correctness", i.standard_correctness);
-  put(j, "hidden_correctness", i.hidden_correctness);
-  put(j, "hidden_failed", i.hidden_failed);
-  put(j, "hidden_metadata", i.hidden_metadata);
-  put(j, i.unknown, "peak_memory", i.peak_memory);
-  return j;
-}
-
-namespace {
-
-constexpr std::array<std::pair<Verdict, const char*>, 10> kVerdictNames = {{
-    {Verdict::pending, ""},
-    {Verdict::correct, "correct"},
-    {Verdict::wrong_output, "wrong_output"},
-    {Verdict::compile_error, "compile_error"},
-    {Verdict::runtime_error, "runtime_error"},
-    {Verdict::timeout, "timeout"},
-    {Verdict::crashed, "crashed"},
-    {Verdict::rejected, "rejected"},
-    {Verdict::problem_error, "problem_error"},
-    {Verdict::interrupted, "interrupted"},
-}};
 
 }  // namespace
 
@@ -361,32 +363,12 @@ std::string Finding::evidence_text() const {
 }
 
 json Finding::to_json() const {
-  const Unknown& u = unknown;
-  json j = begin(u);
-  put(j, u, "rule", rule);
-  put(j, u, "severity", severity);
-  put(j, u, "message", message);
-  put(j, u, "evidence", evidence_text());
-  put(j, u, "cheat", cheat.empty() ? json(nullptr) : json(cheat));
-  return j;
+  Finding shown = *this;
+  shown.evidence = evidence_text();
+  return write_part(shown);
 }
 
-Finding Finding::from_json(const json& j) {
-  Finding f;
-  f.unknown = start(j);
-  Unknown& u = f.unknown;
-  take(u, "rule", f.rule);
-  take(u, "severity", f.severity);
-  take(u, "message", f.message);
-  take(u, "evidence", f.evidence);
-  if (auto it = u.extra.find("cheat"); it != u.extra.end() && (it->is_string() || it->is_null())) {
-    f.cheat = it->is_string() ? it->get<std::string>() : "";
-    u.extra.erase(it);
-  } else {
-    u.absent.insert("cheat");
-  }
-  return f;
-}
+Finding Finding::from_json(const json& j) { return read_part<Finding>(j); }
 
 Finding make_finding(std::string rule, std::string severity, std::string message, std::string evidence,
                      std::string cheat) {
@@ -415,46 +397,15 @@ std::optional<Verdict> parse_verdict(std::string_view name) {
   return std::nullopt;
 }
 
-// ---- Timing and Memory ---------------------------------------------------------------------------
+// ---- parts and the record ------------------------------------------------------------------------
 
-Timing timing_from_json(const json& j) {
-  Timing t;
-  t.unknown = start(j);
-  Unknown& u = t.unknown;
-  take(u, "method", t.method);
-  take(u, "error", t.error);
-  take_part(u, "candidate", t.candidate, stats_from_json);
-  take(u, "baselines", t.baselines);
-  take(u, "speedup", t.speedup);
-  take(u, "speed_of_light", t.speed_of_light);
-  return t;
-}
-
-json to_json(const Timing& t) {
-  json j = begin(t.unknown);
-  put(j, "method", t.method);
-  put(j, "error", t.error);
-  if (t.candidate) j["candidate"] = to_json(*t.candidate);
-  put(j, "baselines", t.baselines);
-  put(j, "speedup", t.speedup);
-  put(j, t.unknown, "speed_of_light", t.speed_of_light);
-  return j;
-}
-
-Memory memory_from_json(const json& j) {
-  Memory m;
-  m.unknown = start(j);
-  Unknown& u = m.unknown;
-  take(u, "measured", m.measured);
-  take(u, "method", m.method);
-  take(u, "reason", m.reason);
-  take_part(u, "candidate", m.candidate, side_from_json);
-  take(u, "baselines", m.baselines);
-  take(u, "ratio", m.ratio);
-  return m;
-}
-
-// ---- Record --------------------------------------------------------------------------------------
+Metadata metadata_from_json(const json& j) { return read_part<Metadata>(j); }
+json to_json(const Metadata& m) { return write_part(m); }
+RecordProtocol protocol_from_json(const json& j) { return read_part<RecordProtocol>(j); }
+Timing timing_from_json(const json& j) { return read_part<Timing>(j); }
+json to_json(const Timing& t) { return write_part(t); }
+Memory memory_from_json(const json& j) { return read_part<Memory>(j); }
+json to_json(const Imported& i) { return write_part(i); }
 
 std::string Record::precision_or_default() const {
   if (precision) return *precision;
@@ -468,126 +419,10 @@ RecordRead record_from_json(const json& j) {
     out.error = std::string("a record is a JSON object; got ") + j.type_name();
     return out;
   }
-  Record& r = out.record;
-  r.unknown = start(j);
-  Unknown& u = r.unknown;
-  take(u, k::level, r.level);
-  take(u, k::problem_id, r.problem_id);
-  take(u, k::sample_id, r.sample_id);
-  take(u, k::problem, r.problem);
-  take(u, k::solution, r.solution);
-  take(u, k::solution_hash, r.solution_hash);
-  take(u, k::source_origin, r.source_origin);
-  take(u, k::precision, r.precision);
-  take(u, k::compiled, r.compiled);
-  take(u, k::correctness, r.correctness);
-  if (auto it = u.extra.find(k::verdict); it != u.extra.end() && it->is_string() && parse_verdict(it->get<std::string>())) {
-    r.verdict = *parse_verdict(it->get<std::string>());
-    u.extra.erase(it);
-  } else {
-    u.absent.insert(k::verdict);
-  }
-  take(u, k::message, r.message);
-  if (auto it = u.extra.find(k::findings); it != u.extra.end() && it->is_array()) {
-    bool objects = true;
-    for (const auto& f : *it) objects = objects && f.is_object();
-    if (objects) {
-      for (const auto& f : *it) r.findings.push_back(Finding::from_json(f));
-      u.extra.erase(it);
-    } else {
-      u.absent.insert(k::findings);
-    }
-  } else {
-    u.absent.insert(k::findings);
-  }
-  if (auto it = u.extra.find(k::distributions); it != u.extra.end() && it->is_array()) {
-    bool objects = true;
-    for (const auto& d : *it) objects = objects && d.is_object();
-    if (objects) {
-      for (const auto& d : *it) r.distributions.push_back(trial_from_json(d));
-      u.extra.erase(it);
-    } else {
-      u.absent.insert(k::distributions);
-    }
-  } else {
-    u.absent.insert(k::distributions);
-  }
-  take(u, k::reference_error, r.reference_error);
-  take(u, k::traceback, r.traceback);
-  take(u, k::problem_overrides, r.problem_overrides);
-  if (auto it = u.extra.find(k::metadata); it != u.extra.end() && it->is_object()) {
-    r.metadata = metadata_from_json(*it);
-    u.extra.erase(it);
-  } else {
-    u.absent.insert(k::metadata);
-  }
-  take(u, k::runtime, r.runtime);
-  if (auto it = u.extra.find(k::runtime_stats); it != u.extra.end() && it->is_object()) {
-    r.runtime_stats = *it;
-    u.extra.erase(it);
-  } else {
-    u.absent.insert(k::runtime_stats);
-  }
-  take_part(u, k::timing, r.timing, timing_from_json);
-  take_part(u, k::memory, r.memory, memory_from_json);
-  take(u, k::compute, r.compute);
-  take(u, k::audit, r.audit);
-  take(u, k::sandbox, r.sandbox);
-  take_part(u, k::build, r.build, build_from_json);
-  take(u, k::seconds, r.seconds);
-  take(u, k::phase_seconds, r.phase_seconds);
-  if (auto it = u.extra.find(k::protocol); it != u.extra.end() && it->is_object()) {
-    r.protocol = protocol_from_json(*it);
-    u.extra.erase(it);
-  } else {
-    u.absent.insert(k::protocol);
-  }
-  take_part(u, k::kernelbench, r.kernelbench, imported_from_json);
+  out.record = read_part<Record>(j);
   return out;
 }
 
-json to_json(const Record& r) {
-  const Unknown& u = r.unknown;
-  json j = begin(u);
-  put(j, u, k::level, r.level);
-  put(j, u, k::problem_id, r.problem_id);
-  put(j, u, k::sample_id, r.sample_id);
-  put(j, u, k::problem, r.problem);
-  put(j, u, k::solution, r.solution);
-  put(j, k::solution_hash, r.solution_hash);
-  put(j, k::source_origin, r.source_origin);
-  put(j, k::precision, r.precision);
-  put(j, u, k::compiled, r.compiled);
-  put(j, u, k::correctness, r.correctness);
-  put(j, u, k::verdict, verdict_name(r.verdict));
-  put(j, u, k::message, r.message);
-  if (!u.absent.count(k::findings)) {
-    json list = json::array();
-    for (const auto& f : r.findings) list.push_back(f.to_json());
-    j[k::findings] = list;
-  }
-  if (!u.absent.count(k::distributions)) {
-    json list = json::array();
-    for (const auto& d : r.distributions) list.push_back(to_json(d));
-    j[k::distributions] = list;
-  }
-  put(j, k::reference_error, r.reference_error);
-  put(j, k::traceback, r.traceback);
-  put(j, k::problem_overrides, r.problem_overrides);
-  if (!u.absent.count(k::metadata)) j[k::metadata] = to_json(r.metadata);
-  put(j, u, k::runtime, r.runtime);
-  put(j, u, k::runtime_stats, r.runtime_stats);
-  if (r.timing) j[k::timing] = to_json(*r.timing);
-  if (r.memory) j[k::memory] = to_json(*r.memory);
-  put(j, k::compute, r.compute);
-  put(j, k::audit, r.audit);
-  put(j, k::sandbox, r.sandbox);
-  if (r.build) j[k::build] = to_json(*r.build);
-  put(j, u, k::seconds, r.seconds);
-  put(j, k::phase_seconds, r.phase_seconds);
-  if (!u.absent.count(k::protocol)) j[k::protocol] = to_json(r.protocol);
-  if (r.kernelbench) j[k::kernelbench] = to_json(*r.kernelbench);
-  return j;
-}
+json to_json(const Record& r) { return write_part(r); }
 
 }  // namespace kbv

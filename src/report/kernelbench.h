@@ -1,6 +1,8 @@
 // KernelBench's eval_results.json: {"<pid>": [{"sample_id", "compiled", "correctness",
 // "metadata", "runtime", "runtime_stats"}, ...]}, problem ids sorted numerically, samples by id.
 #pragma once
+#include <map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,5 +19,20 @@ namespace kbv {
 // A missing runtime is -1.0, missing metadata/runtime_stats {}, missing compiled/correctness
 // false; a record without an integer problem_id and sample_id is left out.
 nlohmann::ordered_json kernelbench_eval_results(const std::vector<Record>& records);
+
+// One level's eval_results.json kept current record by record, for a run that rewrites the file
+// after every sample: each record is turned into its entry once (put), so the file is no longer
+// rebuilt from every record of the level each time. json() equals kernelbench_eval_results() of
+// the records put, in the same order.
+class EvalResultsFile {
+ public:
+  void put(const Record& record);  // a record without problem_id or sample_id is left out
+  nlohmann::ordered_json json() const;
+  size_t entries_made() const { return made_; }  // records turned into entries so far
+
+ private:
+  std::map<int, std::map<int, nlohmann::ordered_json>> entries_;  // problem id -> sample id -> entry
+  size_t made_ = 0;
+};
 
 }  // namespace kbv

@@ -41,8 +41,10 @@ std::unique_ptr<BuildQueue> queue_builds(std::vector<BuildItem> items, const Env
     } else if (!item.solution.ok) {
       br.kind = "compile_error";
       br.message = item.solution.error;
-    } else if (lint_candidate(item.solution, item.path, item.options.protocol.policy, item.options.protocol.precision)
-                   .rejected()) {
+    } else if (item.rejected ? *item.rejected
+                             : lint_candidate(item.solution, item.path, item.options.protocol.policy,
+                                              item.options.protocol.precision)
+                                   .rejected()) {
       br.kind = "rejected";  // evaluate_pair rejects it before using the build: never compiled
       br.message = "rejected by the static analysis";
     } else {

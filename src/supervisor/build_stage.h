@@ -3,6 +3,7 @@
 #pragma once
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "compile/build.h"
@@ -21,6 +22,7 @@ struct BuildItem {
   SolutionSource solution;
   std::filesystem::path path;
   EvalOptions options;
+  std::optional<bool> rejected;  // the static analysis' decision when the caller has it (else linted here)
 };
 // Builds the items on `jobs` threads, in order; a solution that does not read, or that the static
 // analysis rejects, is never compiled (its result says so).

@@ -127,8 +127,8 @@ void ReferenceHost::adopt(std::unique_ptr<WorkerProcess> idle) {
 }
 
 WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& options, msg::LoadProblemReply& load_reply,
-                                  FailureKind& failure) {
-  FileText text = read_file(problem);
+                                  FailureKind& failure, const FileText* given) {
+  FileText text = given ? *given : read_file(problem);
   if (!text.ok) {
     failure = {"problem_error", text.error};
     return nullptr;
@@ -182,8 +182,27 @@ LintReport lint_candidate(const SolutionSource& solution, const fs::path& soluti
 }
 
 // ---------------------------------------------------------------------------------------------
+// ---------------------------------------------------------------------------------------------
+PreparedCandidate read_candidate(const fs::path& solution_path) {
+  PreparedCandidate c;
+  c.solution = load_solution(solution_path);
+  c.hash = sha256_hex(c.solution.ok ? c.solution.code : "");
+  return c;
+}
+
+void lint_prepared(PreparedCandidate& c, const fs::path& solution_path, const EvalOptions& options) {
+  if (c.solution.ok)
+    c.lint = lint_candidate(c.solution, solution_path, options.protocol.policy, options.protocol.precision);
+}
+
+PreparedCandidate prepare_candidate(const fs::path& solution_path, const EvalOptions& options) {
+  PreparedCandidate c = read_candidate(solution_path);
+  lint_prepared(c, solution_path, options);
+  return c;
+}
+
 Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
-                     ReferenceHost& reference, const BuildResult* prebuilt) {
+                     ReferenceHost& reference, const BuildResult* prebuilt, const PreparedCandidate* prepared) {
   auto t0 = Clock::now();
   Record record = base_record(pair, options, env);
   // Wall seconds of each phase reached (where an evaluation's time goes); they add up to "seconds".
@@ -194,17 +213,18 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
     (*record.phase_seconds)[name] = std::chrono::duration<double>(now - t_phase).count();
     t_phase = now;
   };
-  SolutionSource solution = load_solution(pair.solution_path);
+  std::optional<PreparedCandidate> own;
+  if (!prepared) prepared = &own.emplace(prepare_candidate(pair.solution_path, options));
+  const SolutionSource& solution = prepared->solution;
   if (!solution.ok) {
     fail_build(record, "compile_error", solution.error);
     return record;
   }
-  record.solution_hash = sha256_hex(solution.code);
+  record.solution_hash = prepared->hash;
   record.source_origin = solution.origin;
 
   // 0. Static analysis: under the strict policy a rejecting finding ends it before any build.
-  LintReport lint =
-      lint_candidate(solution, pair.solution_path, options.protocol.policy, options.protocol.precision);
+  const LintReport& lint = prepared->lint;
   record.findings = lint.findings;
   phase_done("lint");
   if (lint.rejected()) {
@@ -230,7 +250,7 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   // 2. The reference worker, loaded with the problem.
   msg::LoadProblemReply load_reply;
   FailureKind failure;
-  WorkerProcess* ref = reference.get(pair.problem_path, options, load_reply, failure);
+  WorkerProcess* ref = reference.get(pair.problem_path, options, load_reply, failure, pair.problem_text.get());
   if (!ref) {
     fail_problem(record, failure.kind == "interrupted", failure.message);
     return record;
@@ -413,7 +433,7 @@ namespace {
 
 struct Job {
   Pair pair;
-  SolutionSource solution;
+  PreparedCandidate candidate;  // read, hashed and linted once
   RecordKey key;
 };
 
@@ -480,14 +500,13 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
                                                           opt.problems_dir.string()));
 
   std::vector<std::unique_ptr<Job>> jobs;
-  // The latest record per (level, problem, sample) of this protocol: loaded once, kept current
-  // here, so each new record rewrites only its own level's file without rereading the store.
-  std::map<std::tuple<int, int, int>, Record> latest;
-  for (auto& r : store->latest(phash)) {
-    std::tuple<int, int, int> key{r.level, r.problem_id, r.sample_id};
-    latest[key] = std::move(r);
-  }
+  // Each level's eval_results.json: the latest record per sample of this protocol, loaded once
+  // and kept current here entry by entry, so each new record rewrites its own level's file
+  // without rereading the store or rebuilding the file from every record.
+  std::map<int, EvalResultsFile> level_files;
+  for (const auto& r : store->latest(phash)) level_files[r.level].put(r);
   std::set<int> changed_levels;  // levels with a record decided without any worker
+  std::map<fs::path, std::shared_ptr<const FileText>> problem_texts;
   int skipped = 0;
   int unknown_problem = 0;  // samples naming a problem the dataset lacks (a problem_error each)
   std::set<int> levels;
@@ -499,8 +518,8 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
     job->pair.level = s.level;
     job->pair.problem_id = s.problem_id;
     job->pair.sample_id = s.sample_id;
-    job->solution = load_solution(s.path);
-    job->key = {s.level, s.problem_id, s.sample_id, sha256_hex(job->solution.ok ? job->solution.code : ""), phash};
+    job->candidate = read_candidate(s.path);  // linted below, once it is known to run
+    job->key = {s.level, s.problem_id, s.sample_id, job->candidate.hash, phash};
     if (store->has(job->key)) {
       ++skipped;
       continue;
@@ -515,11 +534,16 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
       ++unknown_problem;
       if (std::string e = store->put(job->key, r); !e.empty())
         return Outcome::fail(Status::input_error, e + "; stopped, nothing evaluated");
-      latest[{s.level, s.problem_id, s.sample_id}] = r;
+      level_files[s.level].put(r);
       changed_levels.insert(s.level);
       continue;
     }
     job->pair.problem_path = it->second->path;
+    // Each problem file read once, for all its samples.
+    auto& text = problem_texts[it->second->path];
+    if (!text) text = std::make_shared<const FileText>(read_file(it->second->path));
+    job->pair.problem_text = text;
+    lint_prepared(job->candidate, s.path, eval);
     jobs.push_back(std::move(job));
   }
   size_t total = jobs.size();
@@ -531,12 +555,11 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
   std::atomic<bool> store_failed{false};
   std::atomic<size_t> next_eval{0};
   size_t done = 0, correct = 0;
+  // After every stored record (an atomic replace: a crash leaves the file one sample behind the
+  // store at most, never holding less than before).
   auto write_level = [&](int level) {
-    std::vector<Record> mine;
-    for (const auto& [key, r] : latest)
-      if (std::get<0>(key) == level) mine.push_back(r);
     std::string e = write_file_atomic(opt.run_dir / level_file_name(level, levels.size() > 1, eval.protocol.precision),
-                                      kernelbench_eval_results(mine).dump(2));
+                                      level_files[level].json().dump(2));
     if (!e.empty()) info(notify, e);
   };
   for (int level : changed_levels) write_level(level);
@@ -551,7 +574,9 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
 
   // Builds run on CPU threads ahead of the evaluations.
   std::vector<BuildItem> items;
-  for (const auto& job : jobs) items.push_back({job->solution, job->pair.solution_path, eval});
+  for (const auto& job : jobs)
+    items.push_back({job->candidate.solution, job->pair.solution_path, eval,
+                     job->candidate.solution.ok ? std::optional<bool>(job->candidate.lint.rejected()) : std::nullopt});
   std::unique_ptr<BuildQueue> builds = queue_builds(std::move(items), *env, opt.build_jobs);
   begin_items(notify, total);
   std::vector<std::thread> threads;
@@ -568,7 +593,7 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
         item_started(notify, i, fmt::format("level {} problem {} sample {}", job.pair.level, job.pair.problem_id,
                                         job.pair.sample_id));
         BuildResult br = builds->get(i);
-        Record record = evaluate_pair(job.pair, mine, *env, reference, &br);
+        Record record = evaluate_pair(job.pair, mine, *env, reference, &br, &job.candidate);
         if (record.verdict == Verdict::interrupted || interrupted()) return;
         std::lock_guard<std::mutex> lock(mu);
         if (std::string e = store->put(job.key, record); !e.empty()) {
@@ -578,7 +603,7 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
           store_failed = true;
           return;
         }
-        latest[{job.pair.level, job.pair.problem_id, job.pair.sample_id}] = record;
+        level_files[job.pair.level].put(record);
         write_level(job.pair.level);
         ++done;
         const bool ok = record.is_correct();

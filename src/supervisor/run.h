@@ -2,6 +2,7 @@
 #pragma once
 #include <atomic>
 #include <filesystem>
+#include <memory>
 #include <future>
 #include <thread>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "record/record.h"
 #include "supervisor/session.h"
 #include "supervisor/verdict.h"
+#include "util/fs.h"
 #include "util/outcome.h"
 
 namespace kbv {
@@ -59,6 +61,9 @@ struct Pair {
   int level = 0;
   int problem_id = 0;
   int sample_id = 0;
+  // The problem file's text when the caller read it already (batch mode reads each problem once
+  // for all its samples); null: read from problem_path.
+  std::shared_ptr<const FileText> problem_text;
 };
 
 // Keeps one reference worker loaded with one problem, so consecutive samples of the same
@@ -68,8 +73,9 @@ class ReferenceHost {
   ~ReferenceHost();
   // The loaded worker for this problem (started and loaded if needed), or nullptr with the
   // failure in `failure` (kind problem_error or interrupted).
+  // `text`: the problem file's text when the caller has it (null: read here).
   WorkerProcess* get(const std::filesystem::path& problem, const EvalOptions& options,
-                     msg::LoadProblemReply& load_reply, FailureKind& failure);
+                     msg::LoadProblemReply& load_reply, FailureKind& failure, const FileText* text = nullptr);
   void reset();
   // Takes an idle reference worker (from probe_environment) to load the next problem into.
   void adopt(std::unique_ptr<WorkerProcess> idle);
@@ -85,9 +91,23 @@ class ReferenceHost {
 LintReport lint_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path, Policy policy,
                           const std::string& precision);
 
+// A candidate read, hashed and linted: done once per sample (batch mode does it before the
+// builds, which skip what the lint rejects, and hands it to evaluate_pair).
+struct PreparedCandidate {
+  SolutionSource solution;
+  std::string hash;  // sha256 of the code ("" hashed when it cannot be read), the store key's
+  LintReport lint;   // empty when the solution cannot be read
+};
+PreparedCandidate prepare_candidate(const std::filesystem::path& solution_path, const EvalOptions& options);
+// The two halves: read and hash (enough to look the sample up in the store), then lint.
+PreparedCandidate read_candidate(const std::filesystem::path& solution_path);
+void lint_prepared(PreparedCandidate& candidate, const std::filesystem::path& solution_path, const EvalOptions& options);
+
 // One pair: lint, build, load, trials x distributions, verdict. Never throws; every failure is a record.
+// `prepared`: the candidate already read and linted (else done here).
 Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environment& env,
-                     ReferenceHost& reference, const BuildResult* prebuilt = nullptr);
+                     ReferenceHost& reference, const BuildResult* prebuilt = nullptr,
+                     const PreparedCandidate* prepared = nullptr);
 
 // `kbv eval --problems DIR --run DIR`: every sample of the run, stored and resumable.
 struct RunOptions {

@@ -134,7 +134,7 @@ SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
     std::string device = e.value("device", "cpu");
     if ((!opt.device.empty() && device != opt.device) || opt.static_only || !envs[device]) continue;
     fs::path solution = root / e.value("solution", "");
-    items[device].push_back({load_solution(solution), solution, options_for(e)});
+    items[device].push_back({load_solution(solution), solution, options_for(e), std::nullopt});
   }
   std::map<std::string, std::unique_ptr<BuildQueue>> queues;
   for (auto& [device, list] : items)

@@ -112,5 +112,23 @@ TEST(KernelBenchEvalResults, EmptyAndMalformedInput) {
   EXPECT_EQ(keys(out), (std::vector<std::string>{"2"}));
 }
 
+// Batch mode keeps each level's file current record by record: the same file as building it from
+// every record, with each record turned into its entry once (not once per sample evaluated).
+TEST(KernelBenchEvalResults, FileKeptCurrentRecordByRecordEqualsTheWholeBuild) {
+  std::vector<nlohmann::json> stored = {rec(100, 0), rec(10, 1), rec(2, 0, false), nlohmann::json{{"sample_id", 0}},
+                                        rec(10, 0), rec(2, 0, true, 0.5), rec(10, 1, false, 7.0)};
+  EvalResultsFile file;
+  std::vector<nlohmann::json> so_far;
+  for (const auto& j : stored) {
+    RecordRead r = record_from_json(j);
+    ASSERT_TRUE(r.ok());
+    file.put(r.record);
+    so_far.push_back(j);
+    EXPECT_EQ(file.json().dump(2), kernelbench_eval_results(so_far).dump(2)) << "after " << so_far.size();
+  }
+  EXPECT_EQ(file.entries_made(), stored.size() - 1) << "one entry per record that has a slot, made once";
+  EXPECT_EQ(keys(file.json()), (std::vector<std::string>{"2", "10", "100"}));
+}
+
 }  // namespace
 }  // namespace kbv
