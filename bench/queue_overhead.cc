@@ -39,7 +39,7 @@ std::string fresh_url(const std::string& base, const std::string& name, std::str
     return "sqlite:" + (dir / (name + ".db")).string();
   }
 #ifdef KBV_HAVE_LIBPQ
-  PGconn* conn = PQconnectdb(base.c_str());
+  PGconn* conn = PQconnectdb(base.c_str());  // the maintenance connection: the URL as given
   if (PQstatus(conn) != CONNECTION_OK) {
     error = PQerrorMessage(conn);
     PQfinish(conn);
@@ -52,8 +52,11 @@ std::string fresh_url(const std::string& base, const std::string& name, std::str
   if (PQresultStatus(res) != PGRES_COMMAND_OK) error = PQresultErrorMessage(res);
   PQclear(res);
   PQfinish(conn);
+  // The same server and parameters (?options=...), another database.
   const size_t slash = base.find('/', base.find("://") + 3);
-  return (slash == std::string::npos ? base : base.substr(0, slash)) + "/" + db;
+  const size_t query = base.find('?');
+  return (slash == std::string::npos ? base.substr(0, query) : base.substr(0, slash)) + "/" + db +
+         (query == std::string::npos ? "" : base.substr(query));
 #else
   error = "built without libpq";
   return "";
