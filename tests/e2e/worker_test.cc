@@ -1,6 +1,9 @@
 // `kbv worker` end to end: jobs put in a SQLite queue through the library, evaluated by the kbv
 // binary's worker, their records read back from the queue.
 #include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
 
 #include "support.h"
 #include "queue/queue.h"
@@ -73,6 +76,46 @@ TEST(Worker, EvaluatesAQueuedJobIntoKbvEvalsRecordAndRefusesBadOptions) {
                          error);
   ASSERT_TRUE(again) << error;
   EXPECT_EQ(*again, *good);
+}
+
+TEST(Worker, SigtermReleasesTheJobInFlightAndExits) {
+  const fs::path dir = scratch_dir("worker", "sigterm");
+  const std::string url = "sqlite:" + (dir / "queue.db").string();
+  std::string error;
+  auto q = queue::Queue::open(url, error);
+  ASSERT_NE(q, nullptr) << error;
+  // Timing on with a long cap: the evaluation is still running when SIGTERM comes.
+  const nlohmann::json options = {{"device", "cpu"}, {"trials", 1}, {"time_cap", 60}, {"rse", 1e-9}};
+  auto id = q->submit(spec_of("level1/106_Sigmoid", "problems/level1/106_Sigmoid.py",
+                              "examples/level1/106_Sigmoid/cpu_honest.py", options),
+                      error);
+  ASSERT_TRUE(id) << error;
+  SpawnOptions spawn_options;
+  spawn_options.argv = {KBV_BINARY, "worker", "--queue", url, "--lease", "600", "--heartbeat", "5"};
+  spawn_options.env_set["KBV_CACHE_DIR"] = KBV_TEST_CACHE;
+  spawn_options.log_path = dir / "worker.log";
+  spawn_options.protocol_pipes = false;
+  auto worker = spawn(spawn_options, error);
+  ASSERT_TRUE(worker) << error;
+  // Wait until the job is running, then a little into its evaluation.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto job = q->get(*id, error);
+    if (job && job->state != queue::State::queued) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ASSERT_EQ(q->get(*id, error)->state, queue::State::running) << tail_file(dir / "worker.log", 4000);
+  ASSERT_EQ(::kill(worker->pid, SIGTERM), 0);
+  auto status = wait_for(worker->pid, std::chrono::seconds(120));
+  if (!status) kill_group(worker->pid);
+  ASSERT_TRUE(status) << "kbv worker did not stop within 120 s of SIGTERM";
+  EXPECT_TRUE(status->exited && status->code == 130) << status->describe() << "\n"
+                                                      << tail_file(dir / "worker.log", 4000);
+  auto job = q->get(*id, error);
+  ASSERT_TRUE(job) << error;
+  EXPECT_EQ(job->state, queue::State::queued) << "the job in flight goes back to the queue";
+  EXPECT_NE(job->error.find("released by"), std::string::npos) << job->error;
 }
 
 TEST(Worker, AnUnusableQueueUrlIsAUsageError) {
