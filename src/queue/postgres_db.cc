@@ -118,6 +118,14 @@ class PostgresConnection final : public Connection {
   }
 
   std::string ensure_schema() override {
+    // Already there (the common case: every worker opens the queue): no DDL, no locks.
+    {
+      ResultGuard res{PQexec(conn_, "SELECT value FROM kbv_queue_meta WHERE name = 'schema_version'")};
+      if (PQresultStatus(res.res) == PGRES_TUPLES_OK && PQntuples(res.res) == 1 &&
+          std::string(PQgetvalue(res.res, 0, 0)) == std::to_string(kQueueSchemaVersion)) {
+        return "";
+      }
+    }
     const std::string schema = replace_all(replace_all(kSchemaSql, "{real}", "DOUBLE PRECISION"), "{blob}", "BYTEA");
     const std::string script = std::string("BEGIN; SELECT pg_advisory_xact_lock(") + kSchemaLockKey + ");" + schema +
                                "INSERT INTO kbv_queue_meta (name, value) VALUES ('schema_version', '" +
@@ -176,8 +184,21 @@ class PostgresConnection final : public Connection {
 
 }  // namespace
 
+// Defaults a URL does not set: a bounded connect, and a connection whose peer vanished (a host
+// down, a network cut) fails within about 30 s instead of hanging a worker on TCP's retries.
+std::string with_default_params(const std::string& url) {
+  std::string out = url;
+  for (const char* param : {"connect_timeout=10", "tcp_user_timeout=30000", "keepalives_idle=30"}) {
+    const std::string name = std::string(param).substr(0, std::string(param).find('=') + 1);
+    if (out.find(name) != std::string::npos) continue;
+    out += (out.find('?') == std::string::npos ? "?" : "&");
+    out += param;
+  }
+  return out;
+}
+
 std::unique_ptr<Connection> open_postgres_connection(const std::string& url, std::string& error) {
-  PGconn* conn = PQconnectdb(url.c_str());
+  PGconn* conn = PQconnectdb(with_default_params(url).c_str());
   if (!conn) {
     error = "queue " + redact_url(url) + ": libpq could not allocate a connection";
     return nullptr;
