@@ -364,6 +364,9 @@ int main(int argc, char** argv) {
   eval->add_option("--gpus", gpus, "GPU indices to spread samples over, e.g. 0,1,2,3");
   eval->add_option("--build-jobs", build_jobs, "candidates compiled at once")->capture_default_str();
   eval_flags.add(eval);
+  std::string eval_queue;
+  eval->add_option("--queue", eval_queue, "with --problem/--solution: submit the pair to this job queue and wait for "
+                                          "a kbv worker's record (docs/QUEUE.md)");
 
   CommonFlags list_flags;
   auto* problems = app.add_subcommand("problems", "list the problems of a KernelBench dataset root");
@@ -526,7 +529,13 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "kbv eval: %s %s: %s\n", flag, path.c_str(), why.c_str());
           return kbv::cli::kExitUsage;
         }
+      if (!eval_queue.empty()) return kbv::cli::eval_through_queue(*eval, eval_queue, problem, solution, json_out);
       return eval_one(eval_flags, problem, solution, json_out);
+    }
+    if (!eval_queue.empty()) {
+      std::fprintf(stderr, "kbv eval: --queue takes --problem/--solution; a run folder through the queue is not "
+                           "implemented yet (kbv eval --help)\n");
+      return kbv::cli::kExitUsage;
     }
     kbv::RunOptions ro;
     ro.problems_dir = problems_dir;

@@ -2,6 +2,8 @@
 // the job in flight).
 #include "cli/worker_command.h"
 
+#include <chrono>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -10,6 +12,8 @@
 #include "cli/parse.h"
 #include "queue/worker_loop.h"
 #include "supervisor/queue_job.h"
+#include "record/record.h"
+#include "util/fs.h"
 #include "util/interrupt.h"
 
 namespace kbv::cli {
@@ -180,11 +184,91 @@ int run_worker(const WorkerFlags& flags, const WorkerHooks& hooks) {
   }
   info(notify, fmt::format("{} job(s) done, {} failed, {} lease(s) lost, {} released, {} database error(s)",
                            total.done, total.failed, total.lost, total.released, total.db_errors));
-  if (interrupted()) return finish(prefix, Outcome::fail(Status::interrupted, "stopped; jobs in flight were released"));
+  if (interrupted()) return finish(prefix, Outcome::fail(Status::interrupted, "stopped (a job in flight, if any, went back to the queue)"));
   return finish(prefix, Outcome::done());
 }
 
 }  // namespace
+
+int eval_through_queue(const CLI::App& eval, const std::string& url, const std::string& problem,
+                       const std::string& solution, const std::string& json_out) {
+  const std::string prefix = "kbv eval";
+  Notify notify = printer(prefix);
+  // The flags that describe the evaluation travel; those that name local things do not.
+  static const std::set<std::string> local = {"problem", "solution", "json", "problems", "run", "level",
+                                              "only", "gpus", "build-jobs", "queue", "help"};
+  nlohmann::json options = nlohmann::json::object();
+  for (const CLI::Option* opt : eval.get_options()) {
+    if (opt->count() == 0 || opt->get_lnames().empty()) continue;
+    const std::string name = opt->get_lnames().front();
+    if (local.count(name)) continue;
+    if (name == "python" || name == "cache-dir" || name == "sandbox") {
+      return finish(prefix, Outcome::fail(Status::input_error,
+                                          fmt::format("--{} is decided by the kbv worker that evaluates a queued job "
+                                                      "(kbv worker --{}), not by kbv eval --queue",
+                                                      name, name)));
+    }
+    std::string value;
+    for (const auto& r : opt->results()) value += (value.empty() ? "" : ",") + r;
+    options[name] = value;
+  }
+  FileText problem_text = read_file(problem), solution_text = read_file(solution);
+  if (!problem_text.ok || !solution_text.ok) {
+    return finish(prefix, Outcome::fail(Status::input_error, problem_text.ok ? solution_text.error : problem_text.error));
+  }
+  queue::JobSpec spec;
+  // "level1/19_ReLU": the worker's record takes its level and problem id from the name.
+  const fs::path path(problem);
+  spec.problem_name = (path.parent_path().filename() / path.stem()).string();
+  if (!safe_problem_name(spec.problem_name)) spec.problem_name = path.stem().string();
+  if (!safe_problem_name(spec.problem_name)) spec.problem_name.clear();
+  spec.problem_source = problem_text.text;
+  spec.solution_source = solution_text.text;
+  spec.options = options;
+  std::string error;
+  auto q = queue::Queue::open(url, error);
+  if (!q) return finish(prefix, Outcome::fail(Status::input_error, error));
+  auto id = q->submit(spec, error);
+  if (!id) return finish(prefix, Outcome::fail(Status::internal, error));
+  info(notify, fmt::format("job {} in {}; waiting for a kbv worker", *id, q->url()));
+  std::optional<queue::Job> job;
+  double backoff = 0.2;
+  while (!interrupted()) {
+    job = q->get(*id, error);
+    if (!job && error.empty()) {
+      return finish(prefix, Outcome::fail(Status::internal, fmt::format("job {} vanished from {}", *id, q->url())));
+    }
+    if (job && (job->state == queue::State::done || job->state == queue::State::failed)) break;
+    if (!job) {
+      warn(notify, fmt::format("{}; trying again in {:.1f} s", error, backoff));
+      backoff = std::min(backoff * 2, 5.0);
+    } else {
+      backoff = 0.2;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+  }
+  if (interrupted()) {
+    return finish(prefix, Outcome::fail(Status::interrupted, fmt::format("interrupted; job {} stays in the queue", *id)));
+  }
+  if (job->state == queue::State::failed) {
+    return finish(prefix, Outcome::fail(Status::incomplete, fmt::format("job {} failed: {}", *id, job->error)));
+  }
+  RecordRead read = record_from_json(job->record);
+  if (!read.ok()) {
+    return finish(prefix, Outcome::fail(Status::internal, fmt::format("job {}: its record does not read: {}", *id, read.error)));
+  }
+  info(notify, fmt::format("{}: {} (job {}, worker {})", fs::path(solution).filename().string(),
+                           verdict_name(read.record.verdict), *id, job->worker));
+  info(notify, read.record.message);
+  if (json_out == "-") {
+    data(notify, job->record.dump(2) + "\n");
+  } else if (!json_out.empty()) {
+    if (std::string e = write_file_atomic(json_out, job->record.dump(2) + "\n"); !e.empty()) {
+      return finish(prefix, Outcome::fail(Status::input_error, e));
+    }
+  }
+  return read.record.verdict == Verdict::problem_error ? kExitUsage : kExitOk;
+}
 
 std::unique_ptr<WorkerCommand> add_worker_command(CLI::App& app, WorkerHooks hooks) {
   auto command = std::make_unique<WorkerCommand>();

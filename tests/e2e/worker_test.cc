@@ -118,6 +118,43 @@ TEST(Worker, SigtermReleasesTheJobInFlightAndExits) {
   EXPECT_NE(job->error.find("released by"), std::string::npos) << job->error;
 }
 
+TEST(Worker, EvalWithQueueSubmitsThePairAndWritesTheWorkersRecord) {
+  const fs::path dir = scratch_dir("worker", "eval_queue");
+  const std::string url = "sqlite:" + (dir / "queue.db").string();
+  SpawnOptions spawn_options;
+  spawn_options.argv = {KBV_BINARY, "worker", "--queue", url};
+  spawn_options.env_set["KBV_CACHE_DIR"] = KBV_TEST_CACHE;
+  spawn_options.log_path = dir / "worker.log";
+  spawn_options.protocol_pipes = false;
+  std::string error;
+  auto worker = spawn(spawn_options, error);
+  ASSERT_TRUE(worker) << error;
+  const std::vector<std::string> args = {
+      "eval", "--problem", (kSource / "problems/level1/106_Sigmoid.py").string(), "--solution",
+      (kSource / "examples/level1/106_Sigmoid/cpu_wrong_negative.py").string(), "--device", "cpu", "--timing", "off",
+      "--trials", "1", "--queue", url, "--json", (dir / "record.json").string()};
+  Outcome o = run_kbv(args, dir / "record.json", 900);
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record.value("verdict", ""), "wrong_output") << o.output;
+  EXPECT_EQ(o.record.value("problem_id", 0), 106);
+  EXPECT_NE(o.output.find("worker "), std::string::npos) << o.output;
+  // The same pair again: answered from the queue, the same job.
+  const auto job_of = [](const std::string& out) {
+    const size_t at = out.find("job ");
+    return at == std::string::npos ? std::string() : out.substr(at + 4, 32);
+  };
+  Outcome again = run_kbv(args, dir / "record.json", 60);
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(job_of(again.output), job_of(o.output)) << o.output << "\n" << again.output;
+  // Flags the worker decides are refused, and a run folder is not taken through the queue yet.
+  Outcome sandbox = run_kbv({"eval", "--problem", args[2], "--solution", args[4], "--sandbox", "off", "--queue", url});
+  EXPECT_EQ(sandbox.code, 2) << sandbox.output;
+  EXPECT_NE(sandbox.output.find("decided by the kbv worker"), std::string::npos) << sandbox.output;
+  ::kill(worker->pid, SIGTERM);
+  auto status = wait_for(worker->pid, std::chrono::seconds(60));
+  if (!status) kill_group(worker->pid);
+}
+
 TEST(Worker, AnUnusableQueueUrlIsAUsageError) {
   Outcome o = run_kbv({"worker", "--queue", "mysql://nowhere"}, {}, 60);
   EXPECT_EQ(o.code, 2) << o.output;
