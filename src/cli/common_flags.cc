@@ -1,5 +1,7 @@
 #include "cli/common_flags.h"
 
+#include "cli/worker_command.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -130,5 +132,27 @@ bool sandbox_preflight(const kbv::EvalOptions& o) {
 }
 
 int default_build_jobs() { return std::max(2, static_cast<int>(std::thread::hardware_concurrency()) / 2); }
+
+WorkerHooks worker_hooks() {
+  WorkerHooks hooks;
+  hooks.parse_options = [](const std::vector<std::string>& args, const WorkerHost& host,
+                           std::string& error) -> std::optional<kbv::EvalOptions> {
+    CLI::App parser{"a job's options", "options"};
+    CommonFlags job;
+    job.add(&parser);
+    try {
+      parser.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+    } catch (const CLI::ParseError& e) {
+      error = e.what();
+      return std::nullopt;
+    }
+    job.python = host.python;
+    job.cache_dir = host.cache_dir;
+    job.sandbox = host.sandbox;
+    return job.options();
+  };
+  hooks.preflight = [](const kbv::EvalOptions& o) { return sandbox_preflight(o); };
+  return hooks;
+}
 
 }  // namespace kbv::cli

@@ -48,4 +48,9 @@ bool sandbox_preflight(const kbv::EvalOptions& o);
 // Candidates compiled at once by default: half the cores, at least 2.
 int default_build_jobs();
 
+// `kbv worker`'s hooks: a job's options go through kbv eval's own flags (CommonFlags); the host
+// decides python, cache dir and sandbox (src/cli/worker_command.*).
+struct WorkerHooks;
+WorkerHooks worker_hooks();
+
 }  // namespace kbv::cli

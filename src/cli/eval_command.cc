@@ -11,6 +11,7 @@
 #include "cli/output.h"
 #include "cli/parse.h"
 #include "problem/problem.h"
+#include "cli/worker_command.h"
 #include "supervisor/build_stage.h"
 #include "supervisor/run.h"
 #include "supervisor/timing_phase.h"
@@ -78,9 +79,10 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
 
 struct EvalState {
   CommonFlags flags;
-  std::string problem, solution, json_out, problems_dir, run_dir, gpus, only;
+  std::string problem, solution, json_out, problems_dir, run_dir, gpus, only, queue;
   std::optional<int> level;
   int build_jobs = default_build_jobs();
+  CLI::App* app = nullptr;
 };
 
 int run_eval(const EvalState& s) {
@@ -98,7 +100,13 @@ int run_eval(const EvalState& s) {
         std::fprintf(stderr, "kbv eval: %s %s: %s\n", flag, path.c_str(), why.c_str());
         return kExitUsage;
       }
+    if (!s.queue.empty()) return eval_through_queue(*s.app, s.queue, s.problem, s.solution, s.json_out);
     return eval_one(s.flags, s.problem, s.solution, s.json_out);
+  }
+  if (!s.queue.empty()) {
+    std::fprintf(stderr, "kbv eval: --queue takes --problem/--solution; a run folder through the queue is not "
+                         "implemented yet (kbv eval --help)\n");
+    return kExitUsage;
   }
   kbv::RunOptions ro;
   ro.problems_dir = s.problems_dir;
@@ -173,7 +181,10 @@ Command add_eval_command(CLI::App& app) {
   eval->add_option("--only", s->only, "with --run: only these problems: ids, ranges, parts of names (19,23-25,ReLU)");
   eval->add_option("--gpus", s->gpus, "GPU indices to spread samples over, e.g. 0,1,2,3");
   eval->add_option("--build-jobs", s->build_jobs, "candidates compiled at once")->capture_default_str();
+  eval->add_option("--queue", s->queue, "with --problem/--solution: submit the pair to this job queue and wait for "
+                                        "a kbv worker's record (docs/QUEUE.md)");
   s->flags.add(eval);
+  s->app = eval;
   return {eval, [s]() { return run_eval(*s); }};
 }
 

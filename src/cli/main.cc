@@ -6,7 +6,9 @@
 
 #include "cli/commands.h"
 #include "cli/generate_command.h"
+#include "cli/common_flags.h"
 #include "cli/parse.h"
+#include "cli/worker_command.h"
 #include "util/interrupt.h"
 
 int main(int argc, char** argv) {
@@ -30,6 +32,8 @@ int main(int argc, char** argv) {
   commands.push_back(kbv::cli::add_lint_command(app));
   commands.push_back(kbv::cli::add_lint_problems_command(app));
   commands.push_back(kbv::cli::add_baseline_command(app));
+  auto worker = kbv::cli::add_worker_command(app, kbv::cli::worker_hooks());
+  commands.push_back({worker->app, worker->run});
 
   if (std::optional<int> code = kbv::cli::parse(app, argc, argv)) return *code;
   for (const auto& c : commands)

@@ -1,0 +1,168 @@
+// `kbv worker` end to end: jobs put in a SQLite queue through the library, evaluated by the kbv
+// binary's worker, their records read back from the queue.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "support.h"
+#include "queue/queue.h"
+#include "record/record.h"
+
+namespace kbv::e2e {
+namespace {
+
+queue::JobSpec spec_of(const std::string& name, const fs::path& problem, const fs::path& solution,
+                       nlohmann::json options) {
+  queue::JobSpec s;
+  s.problem_name = name;
+  s.problem_source = read_file(kSource / problem).text;
+  s.solution_source = read_file(kSource / solution).text;
+  s.options = std::move(options);
+  return s;
+}
+
+TEST(Worker, EvaluatesAQueuedJobIntoKbvEvalsRecordAndRefusesBadOptions) {
+  const fs::path dir = scratch_dir("worker", "evaluates");
+  const std::string url = "sqlite:" + (dir / "queue.db").string();
+  std::string error;
+  auto q = queue::Queue::open(url, error);
+  ASSERT_NE(q, nullptr) << error;
+  const nlohmann::json cpu = {{"device", "cpu"}, {"timing", "off"}, {"trials", 1}};
+  auto good = q->submit(spec_of("level1/106_Sigmoid", "problems/level1/106_Sigmoid.py",
+                                "examples/level1/106_Sigmoid/cpu_honest.py", cpu),
+                        error);
+  ASSERT_TRUE(good) << error;
+  nlohmann::json zero_trials = cpu;
+  zero_trials["trials"] = 0;
+  auto bad = q->submit(spec_of("level1/106_Sigmoid", "problems/level1/106_Sigmoid.py",
+                               "examples/level1/106_Sigmoid/cpu_honest.py", zero_trials),
+                       error);
+  ASSERT_TRUE(bad) << error;
+  nlohmann::json own_python = cpu;
+  own_python["python"] = "/bin/sh";
+  auto host = q->submit(spec_of("level1/106_Sigmoid", "problems/level1/106_Sigmoid.py",
+                                "examples/level1/106_Sigmoid/cpu_honest.py", own_python),
+                        error);
+  ASSERT_TRUE(host) << error;
+
+  Outcome o = run_kbv({"worker", "--queue", url, "--drain"}, {}, 1500);
+  EXPECT_EQ(o.code, 0) << o.output;
+
+  auto job = q->get(*good, error);
+  ASSERT_TRUE(job) << error;
+  ASSERT_EQ(job->state, queue::State::done) << job->error << "\n" << o.output;
+  // The record is kbv eval --json's: it reads back as a Record and writes back to the same JSON.
+  RecordRead read = record_from_json(job->record);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_EQ(to_json(read.record), job->record);
+  EXPECT_EQ(job->record["verdict"], "correct") << job->record.dump(2).substr(0, 2000);
+  EXPECT_EQ(read.record.level, 1);
+  EXPECT_EQ(read.record.problem_id, 106);
+
+  auto refused = q->get(*bad, error);
+  ASSERT_TRUE(refused) << error;
+  EXPECT_EQ(refused->state, queue::State::failed);
+  EXPECT_EQ(refused->attempts, 1) << "bad options are not retried";
+  EXPECT_NE(refused->error.find("--trials"), std::string::npos) << refused->error;
+  auto own = q->get(*host, error);
+  ASSERT_TRUE(own) << error;
+  EXPECT_EQ(own->state, queue::State::failed);
+  EXPECT_NE(own->error.find("decided by the worker's host"), std::string::npos) << own->error;
+
+  // The same job again is answered from the queue without running.
+  auto again = q->submit(spec_of("level1/106_Sigmoid", "problems/level1/106_Sigmoid.py",
+                                 "examples/level1/106_Sigmoid/cpu_honest.py", cpu),
+                         error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_EQ(*again, *good);
+}
+
+TEST(Worker, SigtermReleasesTheJobInFlightAndExits) {
+  const fs::path dir = scratch_dir("worker", "sigterm");
+  const std::string url = "sqlite:" + (dir / "queue.db").string();
+  std::string error;
+  auto q = queue::Queue::open(url, error);
+  ASSERT_NE(q, nullptr) << error;
+  // Timing on with a long cap: the evaluation is still running when SIGTERM comes.
+  const nlohmann::json options = {{"device", "cpu"}, {"trials", 1}, {"time_cap", 60}, {"rse", 1e-9}};
+  auto id = q->submit(spec_of("level1/106_Sigmoid", "problems/level1/106_Sigmoid.py",
+                              "examples/level1/106_Sigmoid/cpu_honest.py", options),
+                      error);
+  ASSERT_TRUE(id) << error;
+  SpawnOptions spawn_options;
+  spawn_options.argv = {KBV_BINARY, "worker", "--queue", url, "--lease", "600", "--heartbeat", "5"};
+  spawn_options.env_set["KBV_CACHE_DIR"] = KBV_TEST_CACHE;
+  spawn_options.log_path = dir / "worker.log";
+  spawn_options.protocol_pipes = false;
+  auto worker = spawn(spawn_options, error);
+  ASSERT_TRUE(worker) << error;
+  // Wait until the job is running, then a little into its evaluation.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto job = q->get(*id, error);
+    if (job && job->state != queue::State::queued) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ASSERT_EQ(q->get(*id, error)->state, queue::State::running) << tail_file(dir / "worker.log", 4000);
+  ASSERT_EQ(::kill(worker->pid, SIGTERM), 0);
+  auto status = wait_for(worker->pid, std::chrono::seconds(120));
+  if (!status) kill_group(worker->pid);
+  ASSERT_TRUE(status) << "kbv worker did not stop within 120 s of SIGTERM";
+  EXPECT_TRUE(status->exited && status->code == 130) << status->describe() << "\n"
+                                                      << tail_file(dir / "worker.log", 4000);
+  auto job = q->get(*id, error);
+  ASSERT_TRUE(job) << error;
+  EXPECT_EQ(job->state, queue::State::queued) << "the job in flight goes back to the queue";
+  EXPECT_NE(job->error.find("released by"), std::string::npos) << job->error;
+}
+
+TEST(Worker, EvalWithQueueSubmitsThePairAndWritesTheWorkersRecord) {
+  const fs::path dir = scratch_dir("worker", "eval_queue");
+  const std::string url = "sqlite:" + (dir / "queue.db").string();
+  SpawnOptions spawn_options;
+  spawn_options.argv = {KBV_BINARY, "worker", "--queue", url};
+  spawn_options.env_set["KBV_CACHE_DIR"] = KBV_TEST_CACHE;
+  spawn_options.log_path = dir / "worker.log";
+  spawn_options.protocol_pipes = false;
+  std::string error;
+  auto worker = spawn(spawn_options, error);
+  ASSERT_TRUE(worker) << error;
+  const std::vector<std::string> args = {
+      "eval", "--problem", (kSource / "problems/level1/106_Sigmoid.py").string(), "--solution",
+      (kSource / "examples/level1/106_Sigmoid/cpu_wrong_negative.py").string(), "--device", "cpu", "--timing", "off",
+      "--trials", "1", "--queue", url, "--json", (dir / "record.json").string()};
+  Outcome o = run_kbv(args, dir / "record.json", 900);
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record.value("verdict", ""), "wrong_output") << o.output;
+  EXPECT_EQ(o.record.value("problem_id", 0), 106);
+  EXPECT_NE(o.output.find("worker "), std::string::npos) << o.output;
+  // The same pair again: answered from the queue, the same job.
+  const auto job_of = [](const std::string& out) {
+    const size_t at = out.find("job ");
+    return at == std::string::npos ? std::string() : out.substr(at + 4, 32);
+  };
+  Outcome again = run_kbv(args, dir / "record.json", 60);
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(job_of(again.output), job_of(o.output)) << o.output << "\n" << again.output;
+  // Flags the worker decides are refused, and a run folder is not taken through the queue yet.
+  Outcome sandbox = run_kbv({"eval", "--problem", args[2], "--solution", args[4], "--sandbox", "off", "--queue", url});
+  EXPECT_EQ(sandbox.code, 2) << sandbox.output;
+  EXPECT_NE(sandbox.output.find("decided by the kbv worker"), std::string::npos) << sandbox.output;
+  ::kill(worker->pid, SIGTERM);
+  auto status = wait_for(worker->pid, std::chrono::seconds(60));
+  if (!status) kill_group(worker->pid);
+}
+
+TEST(Worker, AnUnusableQueueUrlIsAUsageError) {
+  Outcome o = run_kbv({"worker", "--queue", "mysql://nowhere"}, {}, 60);
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_NE(o.output.find("mysql://nowhere"), std::string::npos) << o.output;
+  Outcome g = run_kbv({"worker", "--queue", "sqlite:/tmp/x.db", "--gpus", "0,a"}, {}, 60);
+  EXPECT_EQ(g.code, 2) << g.output;
+  EXPECT_NE(g.output.find("'a' is not a GPU index"), std::string::npos) << g.output;
+}
+
+}  // namespace
+}  // namespace kbv::e2e

@@ -1,0 +1,481 @@
+// The job queue (src/queue) on both engines: SQLite in a temporary folder, and PostgreSQL when
+// KBV_TEST_POSTGRES_URL names a server (tests/queue/postgres_fixture.sh starts one on loopback for
+// CTest; each test gets a database of its own). Without it the PostgreSQL cases skip, saying why.
+#include "queue/queue.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "util/hash.h"
+#ifdef KBV_HAVE_LIBPQ
+#include <libpq-fe.h>
+#endif
+
+namespace kbv::queue {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs one statement on a maintenance connection; "" or the error.
+std::string pg_admin(const std::string& url, const std::string& sql) {
+#ifdef KBV_HAVE_LIBPQ
+  PGconn* conn = PQconnectdb(url.c_str());
+  std::string error;
+  if (PQstatus(conn) != CONNECTION_OK) {
+    error = PQerrorMessage(conn);
+  } else {
+    PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+    PGresult* res = PQexec(conn, sql.c_str());
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) error = PQresultErrorMessage(res);
+    PQclear(res);
+  }
+  PQfinish(conn);
+  return error;
+#else
+  return "built without libpq";
+#endif
+}
+
+// postgresql://user@host:port/db -> the same with another database name.
+std::string with_database(const std::string& url, const std::string& db) {
+  const size_t scheme = url.find("://");
+  const size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  const size_t query = url.find('?', slash == std::string::npos ? 0 : slash);
+  std::string base = slash == std::string::npos ? url : url.substr(0, slash);
+  std::string rest = query == std::string::npos ? "" : url.substr(query);
+  return base + "/" + db + rest;
+}
+
+class QueueTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string safe;
+    for (char c : name) safe += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '_';
+    if (GetParam() == "sqlite") {
+      dir_ = fs::temp_directory_path() / ("kbv_queue_test_" + std::to_string(::getpid()) + "_" + safe);
+      fs::remove_all(dir_);
+      url_ = "sqlite:" + (dir_ / "queue.db").string();
+      return;
+    }
+    const char* server = std::getenv("KBV_TEST_POSTGRES_URL");
+    if (!server || !*server) {
+      GTEST_SKIP() << "PostgreSQL case skipped: KBV_TEST_POSTGRES_URL is not set (CTest sets it through "
+                      "tests/queue/postgres_fixture.sh when initdb and pg_ctl are installed)";
+    }
+#ifndef KBV_HAVE_LIBPQ
+    GTEST_SKIP() << "PostgreSQL case skipped: kbv was built without libpq (install libpq-dev)";
+#endif
+    pg_db_ = "kbv_t_" + std::to_string(::getpid()) + "_" + safe;
+    if (pg_db_.size() > 60) pg_db_ = pg_db_.substr(0, 60);
+    pg_admin(server, "DROP DATABASE IF EXISTS " + pg_db_);
+    const std::string why = pg_admin(server, "CREATE DATABASE " + pg_db_);
+    ASSERT_EQ(why, "") << "cannot create a test database on " << server;
+    server_ = server;
+    url_ = with_database(server, pg_db_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+    if (!pg_db_.empty()) pg_admin(server_, "DROP DATABASE IF EXISTS " + pg_db_ + " WITH (FORCE)");
+  }
+
+  std::unique_ptr<Queue> open() {
+    std::string error;
+    auto q = Queue::open(url_, error);
+    EXPECT_NE(q, nullptr) << error;
+    EXPECT_EQ(error, "");
+    return q;
+  }
+
+  static JobSpec spec(int n) {
+    JobSpec s;
+    s.problem_name = "level1/" + std::to_string(n) + "_Test";
+    s.problem_source = "class Model: pass  # " + std::to_string(n);
+    s.solution_source = "class ModelNew: pass";
+    s.options = {{"device", "cpu"}, {"trials", 1}};
+    return s;
+  }
+
+  std::string submit(Queue& q, const JobSpec& s) {
+    std::string error;
+    auto id = q.submit(s, error);
+    EXPECT_TRUE(id.has_value()) << error;
+    return id.value_or("");
+  }
+
+  Lease lease(Queue& q, const std::string& worker = "w1", double seconds = 60) {
+    std::string error;
+    auto l = q.lease(worker, seconds, error);
+    EXPECT_TRUE(l.has_value()) << "nothing leased; error: " << error;
+    return l.value_or(Lease{});
+  }
+
+  Job get(Queue& q, const std::string& id) {
+    std::string error;
+    auto job = q.get(id, error);
+    EXPECT_TRUE(job.has_value()) << error;
+    return job.value_or(Job{});
+  }
+
+  fs::path dir_;
+  std::string url_, server_, pg_db_;
+};
+
+TEST_P(QueueTest, SubmitThenGetGivesTheSpecBackQueued) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  JobSpec s = spec(1);
+  s.solution_source = "```python\nclass ModelNew: pass\n```\n'quotes' \"and\" $1 ?2 \\ unicode: é";
+  const std::string id = submit(*q, s);
+  EXPECT_EQ(id.size(), 32u);
+  Job job = get(*q, id);
+  EXPECT_EQ(job.id, id);
+  EXPECT_EQ(job.state, State::queued);
+  EXPECT_EQ(job.spec.problem_name, s.problem_name);
+  EXPECT_EQ(job.spec.problem_source, s.problem_source);
+  EXPECT_EQ(job.spec.solution_source, s.solution_source);
+  EXPECT_EQ(job.spec.options, s.options);
+  EXPECT_EQ(job.attempts, 0);
+  EXPECT_EQ(job.max_attempts, kDefaultMaxAttempts);
+  EXPECT_TRUE(job.record.is_null());
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_NEAR(job.created_at, now, 60.0);
+  EXPECT_GE(job.updated_at, job.created_at);
+}
+
+TEST_P(QueueTest, UnknownJobIsNulloptWithoutError) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  std::string error;
+  EXPECT_FALSE(q->get("0123456789abcdef0123456789abcdef", error).has_value());
+  EXPECT_EQ(error, "");
+}
+
+TEST_P(QueueTest, LeasesOldestFirstAndEachJobOnce) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(submit(*q, spec(i)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // distinct created_at
+  }
+  std::vector<std::string> leased;
+  for (int i = 0; i < 3; ++i) leased.push_back(lease(*q, "w" + std::to_string(i)).job_id);
+  EXPECT_EQ(leased, ids);
+  std::string error;
+  EXPECT_FALSE(q->lease("w9", 60, error).has_value());
+  EXPECT_EQ(error, "");
+  Job job = get(*q, ids[1]);
+  EXPECT_EQ(job.state, State::running);
+  EXPECT_EQ(job.worker, "w1");
+  EXPECT_EQ(job.attempts, 1);
+}
+
+TEST_P(QueueTest, CompleteStoresTheRecordAndEndsTheJob) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  const std::string id = submit(*q, spec(1));
+  Lease l = lease(*q);
+  std::string error;
+  auto job = q->job_of(l, error);
+  ASSERT_TRUE(job.has_value()) << error;
+  EXPECT_EQ(job->id, id);
+  EXPECT_EQ(job->spec.problem_source, spec(1).problem_source);
+  const nlohmann::json record = {{"verdict", "correct"}, {"speedup", 1.5}, {"findings", nlohmann::json::array()}};
+  ASSERT_TRUE(q->complete(l, record, error)) << error;
+  Job done = get(*q, id);
+  EXPECT_EQ(done.state, State::done);
+  EXPECT_EQ(done.record, record);
+  EXPECT_FALSE(q->lease("w2", 60, error).has_value());
+  EXPECT_EQ(error, "");
+  auto counts = q->counts(error);
+  ASSERT_TRUE(counts.has_value()) << error;
+  EXPECT_EQ(counts->done, 1);
+  EXPECT_EQ(counts->queued + counts->running + counts->failed, 0);
+}
+
+TEST_P(QueueTest, SameKeyDoneIsAnsweredWithoutQueueing) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  const std::string first = submit(*q, spec(1));
+  // Not done yet: a second submission is a job of its own.
+  const std::string second = submit(*q, spec(1));
+  EXPECT_NE(first, second);
+  Lease l = lease(*q);
+  std::string error;
+  ASSERT_TRUE(q->complete(l, {{"verdict", "correct"}}, error)) << error;
+  EXPECT_EQ(submit(*q, spec(1)), l.job_id);
+  JobSpec other_options = spec(1);
+  other_options.options["trials"] = 2;
+  EXPECT_NE(submit(*q, other_options), l.job_id);
+}
+
+TEST(QueueKey, DependsOnSourcesAndOptionsNotOnKeyOrderOrName) {
+  JobSpec a;
+  a.problem_source = "p";
+  a.solution_source = "s";
+  a.options = nlohmann::json::parse(R"({"device":"cpu","trials":3})");
+  JobSpec b = a;
+  b.options = nlohmann::json::parse(R"({"trials":3,"device":"cpu"})");
+  b.problem_name = "level1/1_X";
+  EXPECT_EQ(a.key(), b.key());
+  EXPECT_EQ(a.key().size(), 64u);
+  JobSpec c = a;
+  c.options["trials"] = 4;
+  EXPECT_NE(a.key(), c.key());
+  JobSpec d = a;
+  d.problem_source = "ps";
+  d.solution_source = "";
+  JobSpec e = a;
+  e.problem_source = "p";
+  e.solution_source = "s";
+  EXPECT_NE(d.key(), e.key());
+}
+
+TEST_P(QueueTest, ExpiredLeaseIsLeasedAgainAndTheStaleTokenIsFenced) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  const std::string id = submit(*q, spec(1));
+  Lease stale = lease(*q, "dead", 0.2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  Lease fresh = lease(*q, "alive", 60);
+  EXPECT_EQ(fresh.job_id, id);
+  EXPECT_GT(fresh.token, stale.token);
+  std::string error;
+  EXPECT_FALSE(q->heartbeat(stale, 60, error));
+  EXPECT_EQ(error, "") << "a lost lease is not a database error";
+  EXPECT_FALSE(q->complete(stale, {{"verdict", "stale"}}, error));
+  EXPECT_EQ(error, "");
+  EXPECT_FALSE(q->fail(stale, "stale", false, error));
+  EXPECT_EQ(error, "");
+  EXPECT_FALSE(q->job_of(stale, error).has_value());
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(q->heartbeat(fresh, 60, error)) << error;
+  ASSERT_TRUE(q->complete(fresh, {{"verdict", "correct"}}, error)) << error;
+  Job job = get(*q, id);
+  EXPECT_EQ(job.state, State::done);
+  EXPECT_EQ(job.record["verdict"], "correct");
+  EXPECT_EQ(job.worker, "alive");
+  EXPECT_EQ(job.attempts, 2);
+}
+
+TEST_P(QueueTest, HeartbeatKeepsALeaseAlive) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  submit(*q, spec(1));
+  Lease l = lease(*q, "w1", 0.5);
+  std::string error;
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_TRUE(q->heartbeat(l, 0.5, error)) << "beat " << i << ": " << error;
+  }
+  // 800 ms after the lease began, longer than the lease: still held thanks to the heartbeats.
+  EXPECT_FALSE(q->lease("w2", 60, error).has_value());
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(q->complete(l, {{"verdict", "correct"}}, error)) << error;
+}
+
+TEST_P(QueueTest, AttemptsAreBoundedThenTheJobFails) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  const std::string id = submit(*q, spec(1));
+  std::string error;
+  for (int attempt = 1; attempt <= kDefaultMaxAttempts; ++attempt) {
+    auto l = q->lease("crashy", 0.1, error);
+    ASSERT_TRUE(l.has_value()) << "attempt " << attempt << ": " << error;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  EXPECT_FALSE(q->lease("w", 60, error).has_value());
+  EXPECT_EQ(error, "");
+  Job job = get(*q, id);
+  EXPECT_EQ(job.state, State::failed);
+  EXPECT_EQ(job.attempts, kDefaultMaxAttempts);
+  EXPECT_NE(job.error.find("attempt 3 of 3"), std::string::npos) << job.error;
+  EXPECT_NE(job.error.find("crashy"), std::string::npos) << job.error;
+}
+
+TEST_P(QueueTest, FailWithRetryRequeuesUntilAttemptsRunOut) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  const std::string id = submit(*q, spec(1));
+  std::string error;
+  for (int attempt = 1; attempt <= kDefaultMaxAttempts; ++attempt) {
+    Lease l = lease(*q);
+    ASSERT_TRUE(q->fail(l, "executor crashed, attempt " + std::to_string(attempt), true, error)) << error;
+    Job job = get(*q, id);
+    EXPECT_EQ(job.state, attempt < kDefaultMaxAttempts ? State::queued : State::failed) << attempt;
+  }
+  EXPECT_EQ(get(*q, id).error, "executor crashed, attempt 3");
+  EXPECT_FALSE(q->lease("w", 60, error).has_value());
+}
+
+TEST_P(QueueTest, FailWithoutRetryEndsTheJobAtOnce) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  const std::string id = submit(*q, spec(1));
+  Lease l = lease(*q);
+  std::string error;
+  ASSERT_TRUE(q->fail(l, "problem does not parse", false, error)) << error;
+  Job job = get(*q, id);
+  EXPECT_EQ(job.state, State::failed);
+  EXPECT_EQ(job.error, "problem does not parse");
+  auto counts = q->counts(error);
+  ASSERT_TRUE(counts.has_value()) << error;
+  EXPECT_EQ(counts->failed, 1);
+}
+
+TEST_P(QueueTest, BlobsAreContentAddressed) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  std::string bytes("ELF\0\x01\x02\xff binary", 15);
+  const std::string sha = sha256_hex(bytes);
+  std::string error;
+  ASSERT_TRUE(q->put_blob(sha, bytes, error)) << error;
+  ASSERT_TRUE(q->put_blob(sha, bytes, error)) << "storing twice is a no-op: " << error;
+  auto back = q->get_blob(sha, error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(*back, bytes);
+  EXPECT_FALSE(q->put_blob(sha256_hex("other"), bytes, error));
+  EXPECT_NE(error.find("hash to " + sha), std::string::npos) << error;
+  EXPECT_FALSE(q->put_blob("../etc/passwd", bytes, error));
+  EXPECT_NE(error.find("not a sha256"), std::string::npos) << error;
+  EXPECT_FALSE(q->get_blob(sha256_hex("absent"), error).has_value());
+  EXPECT_EQ(error, "");
+}
+
+TEST_P(QueueTest, ReopenedQueueKeepsItsJobs) {
+  std::string id;
+  {
+    auto q = open();
+    ASSERT_NE(q, nullptr);
+    id = submit(*q, spec(1));
+  }
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(get(*q, id).state, State::queued);
+  EXPECT_EQ(lease(*q).job_id, id);
+}
+
+TEST_P(QueueTest, ConcurrentLeasersTakeEveryJobExactlyOnce) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  constexpr int kJobs = 120;
+  std::set<std::string> submitted;
+  for (int i = 0; i < kJobs; ++i) submitted.insert(submit(*q, spec(i)));
+  std::vector<std::vector<std::string>> taken(4);
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::string error;
+      auto mine = Queue::open(url_, error);
+      if (!mine) {
+        errors[t] = error;
+        return;
+      }
+      while (true) {
+        auto l = mine->lease("t" + std::to_string(t), 60, error);
+        if (!l) {
+          if (!error.empty()) errors[t] = error;
+          return;
+        }
+        if (!mine->complete(*l, {{"by", t}}, error)) {
+          errors[t] = "complete failed: " + error;
+          return;
+        }
+        taken[t].push_back(l->job_id);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::multiset<std::string> all;
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+    all.insert(taken[t].begin(), taken[t].end());
+  }
+  EXPECT_EQ(all.size(), submitted.size());
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()), submitted);
+  std::string error;
+  auto counts = q->counts(error);
+  ASSERT_TRUE(counts.has_value()) << error;
+  EXPECT_EQ(counts->done, kJobs);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, QueueTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
+
+TEST(QueueOpen, RefusesUrlsItDoesNotKnowNamingTheUrl) {
+  std::string error;
+  EXPECT_EQ(Queue::open("mysql://x", error), nullptr);
+  EXPECT_NE(error.find("mysql://x"), std::string::npos) << error;
+  EXPECT_NE(error.find("sqlite:"), std::string::npos) << error;
+  EXPECT_EQ(Queue::open("sqlite:", error), nullptr);
+  EXPECT_NE(error.find("names no file"), std::string::npos) << error;
+}
+
+TEST(QueueOpen, SqliteFileThatIsNotADatabaseIsAnError) {
+  const fs::path dir = fs::temp_directory_path() / ("kbv_queue_bad_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    std::FILE* f = std::fopen((dir / "q.db").c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs("this is not a database, it is a text file long enough to have a header..........", f);
+    std::fclose(f);
+  }
+  std::string error;
+  EXPECT_EQ(Queue::open("sqlite:" + (dir / "q.db").string(), error), nullptr);
+  EXPECT_NE(error.find((dir / "q.db").string()), std::string::npos) << error;
+  fs::remove_all(dir);
+}
+
+TEST(QueueOpen, NewerSchemaIsRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("kbv_queue_newer_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string url = "sqlite:" + (dir / "q.db").string();
+  std::string error;
+  ASSERT_NE(Queue::open(url, error), nullptr) << error;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "q.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE kbv_queue_meta SET value = '99' WHERE name = 'schema_version'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_EQ(Queue::open(url, error), nullptr);
+  EXPECT_NE(error.find("schema version is 99"), std::string::npos) << error;
+  fs::remove_all(dir);
+}
+
+TEST(QueueOpen, UnreachablePostgresNamesTheUrl) {
+  std::string error;
+  // Port 1 on loopback: nothing listens there.
+  EXPECT_EQ(Queue::open("postgresql://kbv@127.0.0.1:1/kbv?connect_timeout=2", error), nullptr);
+  EXPECT_NE(error.find("127.0.0.1:1"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace kbv::queue
+
+namespace kbv::queue {
+namespace {
+
+TEST(QueueUrl, PasswordsAreHiddenInMessages) {
+  EXPECT_EQ(redact_url("postgresql://kbv:s3cret@db:5432/kbv"), "postgresql://kbv:***@db:5432/kbv");
+  EXPECT_EQ(redact_url("postgresql://db/kbv?user=kbv&password=s3cret&sslmode=require"),
+            "postgresql://db/kbv?user=kbv&password=***&sslmode=require");
+  EXPECT_EQ(redact_url("postgresql://kbv@db/kbv"), "postgresql://kbv@db/kbv");
+  EXPECT_EQ(redact_url("sqlite:/tmp/q.db"), "sqlite:/tmp/q.db");
+  std::string error;
+  EXPECT_EQ(Queue::open("postgresql://kbv:s3cret@127.0.0.1:1/kbv?connect_timeout=2", error), nullptr);
+  EXPECT_EQ(error.find("s3cret"), std::string::npos) << error;
+  EXPECT_NE(error.find("kbv:***@127.0.0.1:1"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace kbv::queue
