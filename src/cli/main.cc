@@ -10,6 +10,7 @@
 
 #include "cli/generate_command.h"
 #include "cli/parse.h"
+#include "cli/serve_command.h"
 #include "problem/problem.h"
 #include "report/command.h"
 #include "supervisor/baseline_command.h"
@@ -396,6 +397,7 @@ int main(int argc, char** argv) {
   self_flags.add(selftest);
 
   auto generate = kbv::cli::add_generate_command(app);
+  auto serve = kbv::cli::add_serve_command(app);
   auto* report = app.add_subcommand("report", "metrics, tables and plots of run folders (Markdown, HTML, CSV, JSON)");
   kbv::ReportOptions report_opts;
   std::vector<std::string> report_runs;
@@ -542,6 +544,7 @@ int main(int argc, char** argv) {
     return kbv::baseline_command(baseline_opts);
   }
   if (*generate->app) return generate->run();
+  if (*serve->app) return serve->run();
   if (*report) {
     for (const auto& r : report_runs) report_opts.runs.emplace_back(r);
     if (!report_problems.empty()) report_opts.problems_dir = report_problems;
