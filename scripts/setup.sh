@@ -38,6 +38,15 @@ if ! dpkg -s libseccomp-dev >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]] && command -
     echo "setup: libseccomp-dev could not be installed; the seccomp layer will be unavailable (--sandbox best-effort runs without it)"
 fi
 
+# Optional: libpq-dev (the job queue's PostgreSQL engine) and the PostgreSQL server (the queue's
+# tests start their own on loopback, tests/queue/with_postgres.sh, and skip, saying so, without it).
+# Root + apt only; a failure is not fatal.
+if { ! dpkg -s libpq-dev >/dev/null 2>&1 || ! dpkg -s postgresql >/dev/null 2>&1; } && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+  echo "setup: installing libpq-dev and postgresql (the job queue's PostgreSQL engine and its tests)"
+  { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpq-dev postgresql >/dev/null 2>&1; } ||
+    echo "setup: libpq-dev/postgresql could not be installed; the queue's PostgreSQL engine or its tests will be left out"
+fi
+
 # Optional: headless Chromium, for the test that opens the HTML report in a real browser (the test
 # skips, saying so, without it). Root + apt only; a failure (e.g. snap-only Ubuntu) is not fatal.
 if [[ -z "${KBV_NO_CHROMIUM:-}" ]] && ! command -v chromium >/dev/null && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then

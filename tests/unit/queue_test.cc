@@ -31,6 +31,7 @@ std::string pg_admin(const std::string& url, const std::string& sql) {
   if (PQstatus(conn) != CONNECTION_OK) {
     error = PQerrorMessage(conn);
   } else {
+    PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
     PGresult* res = PQexec(conn, sql.c_str());
     if (PQresultStatus(res) != PGRES_COMMAND_OK) error = PQresultErrorMessage(res);
     PQclear(res);
