@@ -134,7 +134,6 @@ Response Api::submit(const std::string& body) {
   std::optional<queue::Job> job = queue_.get(*id, error);
   bool done = job && job->state == queue::State::done;
   metrics_.submitted(done);
-  if (!done && on_submit) on_submit();
   return {202, {{"id", *id}, {"status", job ? queue::state_name(job->state) : "queued"}}};
 }
 
@@ -170,7 +169,6 @@ Response Api::submit_batch(const std::string& body) {
     metrics_.submitted(false);
     ids.push_back(*id);
   }
-  if (on_submit) on_submit();
   return {202, {{"ids", ids}}};
 }
 

@@ -56,8 +56,6 @@ class Api {
 
   // A job finished somewhere in this process: long-polls waiting on it answer at once.
   void notify();
-  // Called after a job was queued (wakes this server's idle workers).
-  std::function<void()> on_submit;
   size_t problem_count() const { return problems_.by_name.size(); }
 
   // The job spec of one evaluation request (an element of a batch or a whole POST body), or an

@@ -1,11 +1,8 @@
-// `kbv serve`'s own workers: threads that lease jobs from the queue, evaluate them in this
-// process (Executor) and complete them with the record, heartbeating the lease meanwhile.
+// `kbv serve`'s own workers: threads that each run the queue's worker loop (queue/worker_loop.h:
+// lease, heartbeat, complete or fail) with an Executor that evaluates in this process.
 #pragma once
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,28 +10,27 @@
 #include "queue/queue.h"
 #include "service/executor.h"
 #include "service/metrics.h"
+#include "util/outcome.h"
 
 namespace kbv::service {
 
 struct PoolConfig {
   int workers = 1;
   std::vector<int> gpus;          // one worker per GPU when given (CUDA_VISIBLE_DEVICES of its evaluations)
-  double lease_s = 60;            // renewed every lease_s / 3 while a job runs
-  std::string name = "serve";     // workers are "<name>/<host>/<pid>/<index>"
+  double lease_s = 60;            // heartbeated every lease_s / 3 while a job runs
+  double idle_s = 0.05;           // between polls of an empty queue: a new job waits at most this long
   EvalOptions base;
   std::filesystem::path scratch;  // job files (Executor)
 };
 
 class WorkerPool {
  public:
-  // `finished` is called after each job ends (long-polls wake up); `log` gets one line per event a
-  // user should see (a job that failed, a queue that does not answer).
-  WorkerPool(queue::Queue& queue, PoolConfig config, Metrics& metrics, std::function<void()> finished,
-             std::function<void(const std::string&)> log);
+  // `finished` is called after each of the loop's events (a job done, failed, released), so that
+  // long-polls answer at once; the loop's lines go to `notify`.
+  WorkerPool(queue::Queue& queue, PoolConfig config, Metrics& metrics, std::function<void()> finished, Notify notify);
   ~WorkerPool();  // stop() and join
   void start();
-  void wake();  // a job was submitted
-  void stop();  // no new leases; the jobs in flight end (interrupted ones go back to the queue)
+  void stop();  // no new leases; a job in flight ends (interrupted ones go back to the queue)
 
  private:
   void loop(int index);
@@ -42,10 +38,7 @@ class WorkerPool {
   PoolConfig config_;
   Metrics& metrics_;
   std::function<void()> finished_;
-  std::function<void(const std::string&)> log_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  unsigned long long wakes_ = 0;
+  Notify notify_;
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;
 };

@@ -86,8 +86,7 @@ Outcome serve(const ServeOptions& o, const Notify& notify) {
   pc.lease_s = o.lease_s;
   pc.base = base;
   pc.scratch = o.eval.cache_dir / "serve";
-  WorkerPool pool(queue, pc, metrics, [&api] { api.notify(); }, [&notify](const std::string& line) { warn(notify, line); });
-  api.on_submit = [&pool] { pool.wake(); };
+  WorkerPool pool(queue, pc, metrics, [&api] { api.notify(); }, notify);
 
   HttpServer server(api, metrics, sc);
   int port = server.bind(error);

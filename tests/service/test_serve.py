@@ -9,6 +9,7 @@ token gets 401. Run by CTest (serve_api) with:
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -94,6 +95,8 @@ class ServeTest(unittest.TestCase):
             cls.proc.kill()
         cls.err.seek(0)
         sys.stderr.write(cls.err.read())
+        cls.err.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def counts(self):
         text = self.client.metrics()
