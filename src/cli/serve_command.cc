@@ -60,6 +60,9 @@ std::unique_ptr<ServeCommand> add_serve_command(CLI::App& app) {
                                                      "to the queue")
       ->capture_default_str()
       ->check(kPositive);
+  s->add_flag("--allow-problem-source", f->serve.allow_problem_source,
+              "take problems as source from clients, not only by name: their code runs unconfined in the reference "
+              "worker as kbv's user, so only for clients trusted with this host");
   s->add_option("--python", f->python, "Python with torch 2.11 for the workers (default: KBV_PYTHON or the build's)");
   s->add_option("--cache-dir", f->cache_dir, "build cache, worker logs, job files (default: KBV_CACHE_DIR or "
                                              "~/.cache/kbv)");

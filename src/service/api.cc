@@ -102,6 +102,10 @@ std::variant<queue::JobSpec, Response> Api::parse_request(const json& r, const s
     if (!text.ok) return error_response(500, "reading the problem " + it->second.string() + ": " + text.error);
     spec.problem_name = name;
     spec.problem_source = text.text;
+  } else if (!config_.allow_problem_source) {
+    return error_response(403, where + "problem.source: this server takes problems by name only (a problem's code "
+                                       "runs unconfined on the server; its operator can allow sources with "
+                                       "kbv serve --allow-problem-source)");
   } else if (std::string e = source_of(p, "source", where + "problem.source", config_.max_source_bytes,
                                        spec.problem_source);
              !e.empty()) {
@@ -116,7 +120,7 @@ std::variant<queue::JobSpec, Response> Api::parse_request(const json& r, const s
   if (std::string e = source_of(s, "source", where + "solution.source", config_.max_source_bytes, spec.solution_source);
       !e.empty())
     return error_response(400, e);
-  CheckedOptions o = check_options(r.contains("options") ? r["options"] : json(), config_.limits, spec.solution_source);
+  CheckedOptions o = check_options(r.contains("options") ? r["options"] : json(), config_.limits);
   if (!o.ok()) return error_response(422, where + o.error);
   spec.options = std::move(o.canonical);
   return spec;

@@ -42,6 +42,10 @@ struct ApiConfig {
   size_t max_source_bytes = 1 << 20;  // one problem's or solution's source
   size_t max_batch = 1000;            // evaluations in one batch request
   double max_wait_s = 60;             // ?wait= long-poll, at most
+  // A problem's source runs in the reference worker, which is not confined (the problem is trusted
+  // code, DESIGN.md "Trust model"): taking one from a client is running the client's code on this
+  // host as kbv's user. Off unless `kbv serve --allow-problem-source`.
+  bool allow_problem_source = false;
 };
 
 class Api {

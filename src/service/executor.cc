@@ -48,7 +48,7 @@ JobFiles write_job_files(const queue::Job& job, const fs::path& scratch) {
       return out;
     }
   }
-  bool markdown = s.options.is_object() && s.options.value("solution_format", "") == "markdown";
+  bool markdown = solution_is_markdown(s.solution_source);
   fs::path dir = scratch / "jobs" / (plain_name(job.id) ? job.id : sha256_hex(job.id));
   fs::create_directories(dir, ec);
   out.solution = dir / (markdown ? "solution.md" : "solution.py");

@@ -20,7 +20,7 @@ struct JobFiles {
 // Writes the job's sources under `scratch`: the problem content-addressed
 // (scratch/problems/<sha256>/<name>.py, so that consecutive jobs of one problem reuse a loaded
 // reference worker and the record's level and id come from the name), the solution as
-// scratch/jobs/<id>/solution.py, or .md when options.solution_format is "markdown".
+// scratch/jobs/<id>/solution.py, or .md when it reads as a model's raw answer (solution_is_markdown).
 JobFiles write_job_files(const queue::Job& job, const std::filesystem::path& scratch);
 
 struct Execution {

@@ -17,8 +17,7 @@ namespace {
 const std::vector<std::string> kKeys = {
     "device",       "protocol",    "policy",         "precision",     "trials",        "tolerance",
     "seed",         "timing",      "rse",            "time_cap",      "timing_inputs", "timing_sets",
-    "flush_bytes",  "launch_hold_us", "baselines",   "timeout_build", "timeout_load",  "timeout_call",
-    "solution_format"};
+    "flush_bytes",  "launch_hold_us", "baselines",   "timeout_build", "timeout_load",  "timeout_call"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -85,9 +84,6 @@ std::string check_one(const std::string& key, const json& v, const OptionLimits&
   } else if (key == "timing_inputs") {
     e = member(v, {"fresh", "sets"}, s);
     if (e.empty()) canonical[key] = s;
-  } else if (key == "solution_format") {
-    e = member(v, {"python", "markdown"}, s);
-    if (e.empty()) canonical[key] = s;
   } else if (key == "trials") {
     e = positive_int(v, limits.max_trials, n);
     if (e.empty()) canonical[key] = n;
@@ -153,7 +149,7 @@ bool solution_is_markdown(const std::string& source) {
   return false;
 }
 
-CheckedOptions check_options(const json& options, const OptionLimits& limits, const std::string& solution_source) {
+CheckedOptions check_options(const json& options, const OptionLimits& limits) {
   CheckedOptions out;
   if (!options.is_null() && !options.is_object()) {
     out.error = "options: expected an object of kbv eval's options, got " + shown(options);
@@ -179,7 +175,6 @@ CheckedOptions check_options(const json& options, const OptionLimits& limits, co
   if (!c.contains("policy")) c["policy"] = "strict";
   if (!c.contains("precision")) c["precision"] = "fp32";
   if (!c.contains("timing")) c["timing"] = "on";
-  if (!c.contains("solution_format")) c["solution_format"] = solution_is_markdown(solution_source) ? "markdown" : "python";
   if (c.contains("timing_inputs") && c["timing_inputs"] == "fresh" && c.contains("timing_sets")) {
     out.error = "options.timing_sets: only with timing_inputs 'sets' (fresh draws have no input sets)";
     return out;

@@ -28,12 +28,12 @@ const std::vector<std::string>& option_keys();
 
 // Checks `options` (a JSON object; null means {}) as `kbv eval` checks its flags: an unknown key,
 // a wrong type or a value outside the flag's range is an error naming the key, what was expected
-// and what was given. "solution_format" ("python" | "markdown") says how to read the solution
-// (default: markdown when the source has a fenced code block, see solution_is_markdown).
-CheckedOptions check_options(const nlohmann::json& options, const OptionLimits& limits,
-                             const std::string& solution_source);
+// and what was given. Every key is one of kbv eval's flags (underscores for dashes), so a
+// `kbv worker` can hand the canonical options to kbv eval's own flag parser.
+CheckedOptions check_options(const nlohmann::json& options, const OptionLimits& limits);
 
-// True when `source` reads as a model's raw answer: a line that starts with ``` (a fenced block).
+// True when `source` reads as a model's raw answer: a line that starts with ``` (a fenced block);
+// such a solution is evaluated as `kbv eval --solution answer.md` is (its first fenced block).
 bool solution_is_markdown(const std::string& source);
 
 // The EvalOptions of canonical options on top of `base` (the server's cache, Python, sandbox,

@@ -77,6 +77,7 @@ Outcome serve(const ServeOptions& o, const Notify& notify) {
   ac.limits.device = base.device;
   ac.limits.max_timeouts = base.timeouts;
   ac.max_source_bytes = o.max_body_bytes;
+  ac.allow_problem_source = o.allow_problem_source;
   Metrics metrics;
   Api api(queue, std::move(problems), ac, metrics);
 

@@ -19,6 +19,7 @@ struct ServeOptions {
   std::vector<int> gpus;                       // one worker per GPU instead of --workers
   size_t max_body_bytes = 8u << 20;
   double lease_s = 60;
+  bool allow_problem_source = false;          // see ApiConfig::allow_problem_source
   EvalOptions eval;                            // the server's own: cache, Python, sandbox, timeouts (the maxima)
 };
 

@@ -77,19 +77,18 @@ OptionLimits cpu_limits() {
 }
 
 TEST(ServiceOptions, DefaultsAreFilledSoThatTheSameEvaluationHasOneKey) {
-  CheckedOptions empty = check_options(json::object(), cpu_limits(), "class ModelNew: pass\n");
+  CheckedOptions empty = check_options(json::object(), cpu_limits());
   CheckedOptions spelled = check_options(
       {{"device", "cpu"}, {"protocol", "kbv"}, {"policy", "strict"}, {"precision", "fp32"}, {"timing", "on"}},
-      cpu_limits(), "class ModelNew: pass\n");
+      cpu_limits());
   ASSERT_TRUE(empty.ok()) << empty.error;
   ASSERT_TRUE(spelled.ok()) << spelled.error;
   EXPECT_EQ(empty.canonical, spelled.canonical);
-  EXPECT_EQ(empty.canonical["solution_format"], "python");
-  EXPECT_EQ(check_options(json(), cpu_limits(), "x").canonical, empty.canonical);  // null is {}
+  EXPECT_EQ(check_options(json(), cpu_limits()).canonical, empty.canonical);  // null is {}
 }
 
 TEST(ServiceOptions, BadValuesAreErrorsNamingTheKeyAndWhatWasGiven) {
-  auto error = [](json o) { return check_options(o, cpu_limits(), "x").error; };
+  auto error = [](json o) { return check_options(o, cpu_limits()).error; };
   EXPECT_EQ(error({{"trials", 0}}), "options.trials: must be greater than 0, got 0");
   EXPECT_EQ(error({{"trials", 2.5}}), "options.trials: expected a whole number, got 2.5");
   EXPECT_EQ(error({{"trials", "5"}}), "options.trials: expected a whole number, got \"5\"");
@@ -110,7 +109,7 @@ TEST(ServiceOptions, BadValuesAreErrorsNamingTheKeyAndWhatWasGiven) {
 TEST(ServiceOptions, AppliedAsKbvEvalAppliesItsFlags) {
   CheckedOptions c = check_options({{"protocol", "kernelbench"}, {"precision", "bf16"}, {"trials", 2}, {"seed", 7},
                                     {"baselines", "tf32,compile"}, {"timing_sets", 3}, {"timeout_call", 30}},
-                                   cpu_limits(), "x");
+                                   cpu_limits());
   ASSERT_TRUE(c.ok()) << c.error;
   EvalOptions o;
   ASSERT_EQ(apply_options(c.canonical, o), "");
@@ -134,8 +133,6 @@ TEST(ServiceOptions, MarkdownAnswersAreToldApartByTheirFence) {
   EXPECT_TRUE(solution_is_markdown("Here is my kernel:\n```python\nclass ModelNew: pass\n```\n"));
   EXPECT_TRUE(solution_is_markdown("  ```\ncode\n```"));
   EXPECT_FALSE(solution_is_markdown("class ModelNew:\n    s = 'a ``` inside'\n"));
-  CheckedOptions forced = check_options({{"solution_format", "python"}}, cpu_limits(), "```\nx\n```");
-  EXPECT_EQ(forced.canonical["solution_format"], "python");
 }
 
 class ServiceApi : public ::testing::Test {
@@ -152,6 +149,7 @@ class ServiceApi : public ::testing::Test {
     config.max_source_bytes = 1000;
     config.max_batch = 3;
     config.max_wait_s = 0.3;
+    config.allow_problem_source = true;
     api = std::make_unique<Api>(q, index, config, metrics);
   }
   void TearDown() override { fs::remove_all(root); }
@@ -210,6 +208,20 @@ TEST_F(ServiceApi, EveryBadRequestGetsItsOwn4xxAndChangesNothing) {
   EXPECT_EQ(status(with("options", {{"device", "tpu"}})), 422);
   EXPECT_EQ(q.submits, 0);
   EXPECT_TRUE(q.jobs.empty());
+}
+
+TEST_F(ServiceApi, AProblemSourceIsRefusedUnlessTheServerAllowsIt) {
+  std::string error;
+  ApiConfig closed;
+  closed.limits = cpu_limits();
+  Api strict(q, index_problems({root}, error), closed, metrics);
+  json by_source = good();
+  by_source["problem"] = {{"source", "import os\nos.system('touch /tmp/owned')\n"}};
+  Response r = strict.submit(by_source.dump());
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.body["error"]["message"].get<std::string>().find("--allow-problem-source"), std::string::npos);
+  EXPECT_EQ(strict.submit(good().dump()).status, 202);  // by name: fine
+  EXPECT_EQ(q.submits, 1);
 }
 
 TEST_F(ServiceApi, ABatchWithOneBadItemSubmitsNothing) {
@@ -285,7 +297,6 @@ TEST(ServiceExecutor, JobFilesAreContentAddressedAndNamesFromTheQueueNeverEscape
   job.spec.problem_name = "level1/19_ReLU";
   job.spec.problem_source = "class Model: pass\n";
   job.spec.solution_source = "class ModelNew: pass\n";
-  job.spec.options = {{"solution_format", "python"}};
   JobFiles f = write_job_files(job, scratch);
   ASSERT_EQ(f.error, "");
   EXPECT_EQ(f.problem, scratch / "problems" / sha256_hex(job.spec.problem_source) / "level1" / "19_ReLU.py");
@@ -299,7 +310,7 @@ TEST(ServiceExecutor, JobFilesAreContentAddressedAndNamesFromTheQueueNeverEscape
     EXPECT_EQ(g.problem.parent_path().parent_path(), scratch / "problems") << name;
   }
   job.id = "../x";
-  job.spec.options["solution_format"] = "markdown";
+  job.spec.solution_source = "My kernel:\n```python\nclass ModelNew: pass\n```\n";
   JobFiles m = write_job_files(job, scratch);
   EXPECT_EQ(m.solution.filename(), "solution.md");
   EXPECT_EQ(m.solution.parent_path().parent_path(), scratch / "jobs");

@@ -39,7 +39,7 @@ def start_server(tmp, extra=()):
     proc = subprocess.Popen(
         [BINARY, "serve", "--listen", "127.0.0.1:0", "--queue", f"sqlite:{tmp}/queue.db", "--problems",
          os.path.join(SOURCE, "problems"), "--token-file", token_file, "--device", "cpu", "--workers", "1",
-         "--cache-dir", CACHE, "--max-body-bytes", str(MAX_BODY), *extra],
+         "--cache-dir", CACHE, "--max-body-bytes", str(MAX_BODY), "--allow-problem-source", *extra],
         stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -191,6 +191,15 @@ class ServeTest(unittest.TestCase):
         self.assertIn('kbv_evaluations_total{verdict="correct"} 1', text)
         self.assertIn("kbv_submissions_answered_from_store_total 1", text)
         self.assertRegex(text, r'kbv_phase_seconds_count\{phase="[a-z_]+"\} 1')
+
+    def test_4_a_models_raw_markdown_answer_is_evaluated_from_its_code_block(self):
+        answer = "Here is a faster ReLU.\n\n```python\n" + self.honest + "```\n\nIt loops once.\n"
+        with open(os.path.join(SOURCE, "problems", PROBLEM + ".py")) as f:
+            problem = {"source": f.read()}  # by source: the server runs with --allow-problem-source
+        record = self.client.evaluate(problem, answer, timeout=1500, trials=1)
+        self.assertEqual(record["verdict"], "correct", record.get("message"))
+        self.assertIn("markdown", record["source_origin"])
+        self.assertTrue(record["build"]["cached"])  # the same code as test_3's: the same build
 
 
 if __name__ == "__main__":

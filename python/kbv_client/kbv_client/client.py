@@ -67,7 +67,7 @@ class Client:
     request, then concurrent long-polls). Options are kbv eval's flags with underscores:
     device, protocol, policy, precision, trials, tolerance, seed, timing, rse, time_cap,
     timing_inputs, timing_sets, flush_bytes, launch_hold_us, baselines, timeout_build,
-    timeout_load, timeout_call, solution_format."""
+    timeout_load, timeout_call."""
 
     def __init__(self, url: str, token: str, timeout: float = 30.0, poll_wait: float = 30.0):
         self.url = url.rstrip("/")
