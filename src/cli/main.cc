@@ -11,6 +11,7 @@
 #include "cli/generate_command.h"
 #include "cli/parse.h"
 #include "cli/serve_command.h"
+#include "cli/worker_command.h"
 #include "problem/problem.h"
 #include "report/command.h"
 #include "supervisor/baseline_command.h"
@@ -487,6 +488,28 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   baseline_flags.add(baseline);
 
+  // `kbv worker`: a job's options go through kbv eval's own flags; the host decides python,
+  // cache dir and sandbox (src/cli/worker_command.*).
+  kbv::cli::WorkerHooks worker_hooks;
+  worker_hooks.parse_options = [](const std::vector<std::string>& args, const kbv::cli::WorkerHost& host,
+                                  std::string& error) -> std::optional<kbv::EvalOptions> {
+    CLI::App parser{"a job's options", "options"};
+    CommonFlags job;
+    job.add(&parser);
+    try {
+      parser.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+    } catch (const CLI::ParseError& e) {
+      error = e.what();
+      return std::nullopt;
+    }
+    job.python = host.python;
+    job.cache_dir = host.cache_dir;
+    job.sandbox = host.sandbox;
+    return job.options();
+  };
+  worker_hooks.preflight = [](const kbv::EvalOptions& o) { return sandbox_preflight(o); };
+  auto worker_cmd = kbv::cli::add_worker_command(app, std::move(worker_hooks));
+
   if (std::optional<int> code = kbv::cli::parse(app, argc, argv)) return *code;
 
   if (*eval) {
@@ -545,6 +568,7 @@ int main(int argc, char** argv) {
   }
   if (*generate->app) return generate->run();
   if (*serve->app) return serve->run();
+  if (*worker_cmd->app) return worker_cmd->run();
   if (*report) {
     for (const auto& r : report_runs) report_opts.runs.emplace_back(r);
     if (!report_problems.empty()) report_opts.problems_dir = report_problems;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "queue/db.h"
+#include "queue/queue.h"
 
 #ifdef KBV_HAVE_LIBPQ
 #include <libpq-fe.h>
@@ -178,23 +179,23 @@ class PostgresConnection final : public Connection {
 std::unique_ptr<Connection> open_postgres_connection(const std::string& url, std::string& error) {
   PGconn* conn = PQconnectdb(url.c_str());
   if (!conn) {
-    error = "queue " + url + ": libpq could not allocate a connection";
+    error = "queue " + redact_url(url) + ": libpq could not allocate a connection";
     return nullptr;
   }
   if (PQstatus(conn) != CONNECTION_OK) {
-    error = "queue " + url + ": cannot connect: " + trimmed(PQerrorMessage(conn));
+    error = "queue " + redact_url(url) + ": cannot connect: " + trimmed(PQerrorMessage(conn));
     PQfinish(conn);
     return nullptr;
   }
   // Notices (CREATE ... IF NOT EXISTS "already exists, skipping") are not for the user's terminal.
   PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
-  return std::make_unique<PostgresConnection>(conn, url);
+  return std::make_unique<PostgresConnection>(conn, redact_url(url));
 }
 
 #else
 
 std::unique_ptr<Connection> open_postgres_connection(const std::string& url, std::string& error) {
-  error = "queue " + url + ": this kbv was built without libpq, so it cannot use PostgreSQL "
+  error = "queue " + redact_url(url) + ": this kbv was built without libpq, so it cannot use PostgreSQL "
           "(install libpq-dev and rebuild)";
   return nullptr;
 }

@@ -299,6 +299,27 @@ std::string replace_all(std::string text, const std::string& from, const std::st
   return text;
 }
 
+std::string redact_url(const std::string& url) {
+  std::string out = url;
+  const size_t scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t at = out.find('@', start);
+    const size_t slash = out.find('/', start);
+    if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
+      const size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=", p + 1)) {
+    const size_t begin = p + 9;
+    size_t end = out.find_first_of("& ", begin);
+    if (end == std::string::npos) end = out.size();
+    out.replace(begin, end - begin, "***");
+  }
+  return out;
+}
+
 std::string JobSpec::key() const {
   return sha256_hex_parts({"kbv-job-v1", problem_source, solution_source, options.dump()});
 }
@@ -349,22 +370,22 @@ std::unique_ptr<Queue> Queue::open(const std::string& url, std::string& error) {
     std::string path = url.substr(7);
     if (path.rfind("//", 0) == 0) path = path.substr(2);  // sqlite:///abs/path
     if (path.empty()) {
-      error = "queue URL '" + url + "' names no file (expected sqlite:/path/queue.db)";
+      error = "queue URL '" + redact_url(url) + "' names no file (expected sqlite:/path/queue.db)";
       return nullptr;
     }
     db = open_sqlite_connection(path, url, error);
   } else if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
     db = open_postgres_connection(url, error);
   } else {
-    error = "queue URL '" + url + "' is neither sqlite:/path/queue.db nor postgresql://user@host:port/db";
+    error = "queue URL '" + redact_url(url) + "' is neither sqlite:/path/queue.db nor postgresql://user@host:port/db";
     return nullptr;
   }
   if (!db) return nullptr;
   if (std::string why = db->ensure_schema(); !why.empty()) {
-    error = "queue " + url + ": " + why;
+    error = "queue " + redact_url(url) + ": " + why;
     return nullptr;
   }
-  return std::make_unique<SqlQueue>(std::move(db), url);
+  return std::make_unique<SqlQueue>(std::move(db), redact_url(url));
 }
 
 }  // namespace kbv::queue

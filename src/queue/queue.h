@@ -93,11 +93,14 @@ class Queue {
   virtual bool put_blob(const std::string& sha256, const std::string& bytes, std::string& error) = 0;
   virtual std::optional<std::string> get_blob(const std::string& sha256, std::string& error) = 0;
 
-  // The URL it was opened with, for messages.
-  virtual std::string url() const = 0;
+  // The URL it was opened with, for messages ("" for a Queue that is not a database).
+  virtual std::string url() const { return ""; }
 };
 
 // A fresh job id: 32 hex digits from the system's random source.
 std::string new_job_id();
+
+// The URL with its password hidden (user:***@host, password=***), for messages and logs.
+std::string redact_url(const std::string& url);
 
 }  // namespace kbv::queue

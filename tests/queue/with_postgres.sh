@@ -7,6 +7,8 @@
 # As root (CI), the server runs as the `postgres` user (or `nobody`): PostgreSQL refuses root.
 # Exits 77 (CTest's skip code), saying why, when initdb or pg_ctl is not installed
 # (scripts/setup.sh installs postgresql for the tests).
+# KBV_PG_FSYNC=on keeps PostgreSQL's fsync (benchmarks); tests run without it (faster, and a
+# restart of the server is a clean shutdown, so nothing committed is lost either way).
 # Usage: tests/queue/with_postgres.sh COMMAND [ARGS...]
 set -u
 find_bin() {
@@ -42,7 +44,7 @@ started=""
 for i in 0 1 2 3 4 5 6 7; do
   PORT=$(( 20000 + ( $$ * 7 + i * 1009 ) % 30000 ))
   if $AS "$PG_CTL" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
-       -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null 2>&1; then
+       -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c fsync=${KBV_PG_FSYNC:-off} -c max_connections=200" start >/dev/null 2>&1; then
     started=1; break
   fi
 done

@@ -461,3 +461,21 @@ TEST(QueueOpen, UnreachablePostgresNamesTheUrl) {
 
 }  // namespace
 }  // namespace kbv::queue
+
+namespace kbv::queue {
+namespace {
+
+TEST(QueueUrl, PasswordsAreHiddenInMessages) {
+  EXPECT_EQ(redact_url("postgresql://kbv:s3cret@db:5432/kbv"), "postgresql://kbv:***@db:5432/kbv");
+  EXPECT_EQ(redact_url("postgresql://db/kbv?user=kbv&password=s3cret&sslmode=require"),
+            "postgresql://db/kbv?user=kbv&password=***&sslmode=require");
+  EXPECT_EQ(redact_url("postgresql://kbv@db/kbv"), "postgresql://kbv@db/kbv");
+  EXPECT_EQ(redact_url("sqlite:/tmp/q.db"), "sqlite:/tmp/q.db");
+  std::string error;
+  EXPECT_EQ(Queue::open("postgresql://kbv:s3cret@127.0.0.1:1/kbv?connect_timeout=2", error), nullptr);
+  EXPECT_EQ(error.find("s3cret"), std::string::npos) << error;
+  EXPECT_NE(error.find("kbv:***@127.0.0.1:1"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace kbv::queue

@@ -1,0 +1,46 @@
+// The `kbv worker` subcommand: its flags, the job options' translation into kbv eval's flags, and
+// the worker loop (src/queue) with the evaluation (src/supervisor/queue_job.*) as its executor.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "supervisor/run.h"
+
+namespace kbv::cli {
+
+// What the worker's own command line decides for every job (a job cannot choose them).
+struct WorkerHost {
+  std::string python;
+  std::string cache_dir;
+  std::string sandbox = "strict";
+};
+
+struct WorkerHooks {
+  // kbv eval's flags (as "--name=value" arguments) -> EvalOptions, through kbv eval's own parser.
+  std::function<std::optional<EvalOptions>(const std::vector<std::string>& args, const WorkerHost& host,
+                                           std::string& error)>
+      parse_options;
+  // The sandbox check `kbv eval` makes before anything runs; false: refused (it said why).
+  std::function<bool(const EvalOptions&)> preflight;
+};
+
+struct WorkerCommand {
+  CLI::App* app = nullptr;  // the subcommand; run() when it was given
+  std::function<int()> run;
+};
+
+std::unique_ptr<WorkerCommand> add_worker_command(CLI::App& app, WorkerHooks hooks);
+
+// A job's options object -> "--name=value" arguments for kbv eval's parser: keys are flag names
+// without dashes ("trials", "time_cap" or "time-cap"), values strings, numbers, true/false
+// ("on"/"off") or lists (joined with commas). nullopt with the reason for anything else, and for
+// the keys the worker's host decides (python, cache_dir, sandbox).
+std::optional<std::vector<std::string>> job_option_args(const nlohmann::json& options, std::string& error);
+
+}  // namespace kbv::cli

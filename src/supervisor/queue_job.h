@@ -1,0 +1,51 @@
+// One queued job evaluated as `kbv eval --problem P --solution S --json` would (src/queue's
+// executor for `kbv worker` and `kbv serve`'s in-process workers): the job's problem and solution
+// written into a scratch folder, its options turned into EvalOptions by the caller (the CLI parses
+// them with kbv eval's own flags), evaluate_pair, and the record's JSON.
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "queue/worker_loop.h"
+#include "supervisor/run.h"
+
+namespace kbv {
+
+struct QueueJobContext {
+  // The job's options (kbv eval's flags as JSON) -> EvalOptions, or nullopt with the reason.
+  std::function<std::optional<EvalOptions>(const nlohmann::json& options, std::string& error)> options_of;
+  // Problems and solutions are written here: problems content-addressed (the reference worker of
+  // the same problem is reused from one job to the next), solutions per job and removed after.
+  std::filesystem::path scratch_dir;
+  // A job that names its problem but carries no source: looked up as DIR/<name>.py in these.
+  std::vector<std::filesystem::path> problems_dirs;
+  std::optional<int> gpu;  // CUDA_VISIBLE_DEVICES of this runner's evaluations
+};
+
+// Not shared between threads: one per worker loop.
+class QueueJobRunner {
+ public:
+  explicit QueueJobRunner(QueueJobContext context);
+  queue::ExecResult run(const queue::Job& job);
+
+ private:
+  QueueJobContext context_;
+  std::map<std::string, Environment> environments_;  // by the device a job asked for ("" = default)
+  ReferenceHost reference_;
+};
+
+// A problem name a job may carry ("level1/19_ReLU", "19_ReLU.py"): nullopt when it is not a
+// plain relative name (no "..", no absolute path, only letters, digits and "_-./").
+std::optional<std::filesystem::path> safe_problem_name(const std::string& name);
+
+// ".md" when the solution text is a model's raw Markdown answer (a line that opens a ``` fence),
+// else ".py": the extension load_solution reads it by.
+std::string solution_extension(const std::string& text);
+
+}  // namespace kbv
