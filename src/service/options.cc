@@ -138,17 +138,6 @@ std::string check_one(const std::string& key, const json& v, const OptionLimits&
 
 const std::vector<std::string>& option_keys() { return kKeys; }
 
-bool solution_is_markdown(const std::string& source) {
-  for (size_t pos = 0; pos < source.size();) {
-    size_t start = source.find_first_not_of(" \t", pos);
-    if (start != std::string::npos && source.compare(start, 3, "```") == 0) return true;
-    size_t nl = source.find('\n', pos);
-    if (nl == std::string::npos) break;
-    pos = nl + 1;
-  }
-  return false;
-}
-
 CheckedOptions check_options(const json& options, const OptionLimits& limits) {
   CheckedOptions out;
   if (!options.is_null() && !options.is_object()) {

@@ -32,10 +32,6 @@ const std::vector<std::string>& option_keys();
 // `kbv worker` can hand the canonical options to kbv eval's own flag parser.
 CheckedOptions check_options(const nlohmann::json& options, const OptionLimits& limits);
 
-// True when `source` reads as a model's raw answer: a line that starts with ``` (a fenced block);
-// such a solution is evaluated as `kbv eval --solution answer.md` is (its first fenced block).
-bool solution_is_markdown(const std::string& source);
-
 // The EvalOptions of canonical options on top of `base` (the server's cache, Python, sandbox,
 // timeouts): the same mapping as `kbv eval`'s flags. "" or why not (options that did not come
 // from check_options).

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "queue/worker_loop.h"
+#include "service/options.h"
+#include "supervisor/queue_job.h"
 #include "util/interrupt.h"
 
 namespace kbv::service {
@@ -35,22 +37,22 @@ void WorkerPool::loop(int index) {
     base.gpu = config_.gpus[index];
     name += fmt::format(":gpu{}", *base.gpu);
   }
-  Executor executor(base, config_.scratch);
+  QueueJobContext context;
+  context.options_of = [&base](const nlohmann::json& options, std::string& error) -> std::optional<EvalOptions> {
+    EvalOptions o = base;
+    error = apply_options(options, o);
+    if (!error.empty()) return std::nullopt;
+    return o;
+  };
+  context.scratch_dir = config_.scratch;
+  context.problems_dirs = config_.problems;
+  context.gpu = base.gpu;
+  QueueJobRunner runner(std::move(context));
   auto execute = [&](const queue::Job& job) -> queue::ExecResult {
-    Execution r = executor.run(job);
-    queue::ExecResult out;
-    if (r.ok) {
-      metrics_.evaluation_finished(r.record, unix_now());
-      out.kind = queue::ExecResult::Kind::done;
-      out.record = std::move(r.record);
-      return out;
-    }
-    metrics_.job_failed();
-    out.error = r.error;
-    out.kind = stopping_ || interrupted() ? queue::ExecResult::Kind::interrupted
-               : r.retry                  ? queue::ExecResult::Kind::retry
-                                          : queue::ExecResult::Kind::failed;
-    return out;
+    queue::ExecResult r = runner.run(job);
+    if (r.kind == queue::ExecResult::Kind::done) metrics_.evaluation_finished(r.record, unix_now());
+    else if (r.kind != queue::ExecResult::Kind::interrupted) metrics_.job_failed();
+    return r;
   };
   queue::LoopOptions o;
   o.worker = name;

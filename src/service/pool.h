@@ -1,5 +1,6 @@
 // `kbv serve`'s own workers: threads that each run the queue's worker loop (queue/worker_loop.h:
-// lease, heartbeat, complete or fail) with an Executor that evaluates in this process.
+// lease, heartbeat, complete or fail) with the evaluation `kbv worker` runs
+// (supervisor/queue_job.h), the job's options applied to the server's EvalOptions (options.h).
 #pragma once
 #include <atomic>
 #include <functional>
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "queue/queue.h"
-#include "service/executor.h"
+#include "supervisor/run.h"
 #include "service/metrics.h"
 #include "util/outcome.h"
 
@@ -19,8 +20,9 @@ struct PoolConfig {
   std::vector<int> gpus;          // one worker per GPU when given (CUDA_VISIBLE_DEVICES of its evaluations)
   double lease_s = 60;            // heartbeated every lease_s / 3 while a job runs
   double idle_s = 0.05;           // between polls of an empty queue: a new job waits at most this long
-  EvalOptions base;
-  std::filesystem::path scratch;  // job files (Executor)
+  EvalOptions base;                 // the server's: cache, Python, sandbox, timeouts, device
+  std::vector<std::filesystem::path> problems;  // a job that names a problem without its source
+  std::filesystem::path scratch;  // the jobs' problem and solution files
 };
 
 class WorkerPool {

@@ -87,6 +87,7 @@ Outcome serve(const ServeOptions& o, const Notify& notify) {
   pc.lease_s = o.lease_s;
   pc.base = base;
   pc.scratch = o.eval.cache_dir / "serve";
+  pc.problems = o.problems;
   WorkerPool pool(queue, pc, metrics, [&api] { api.notify(); }, notify);
 
   HttpServer server(api, metrics, sc);

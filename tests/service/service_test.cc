@@ -6,7 +6,6 @@
 #include <map>
 
 #include "service/api.h"
-#include "service/executor.h"
 #include "service/metrics.h"
 #include "service/options.h"
 #include "service/server.h"
@@ -127,12 +126,6 @@ TEST(ServiceOptions, AppliedAsKbvEvalAppliesItsFlags) {
   EXPECT_EQ(o.timeouts.call_s, 30);
   EXPECT_EQ(o.device, "cpu");
   EXPECT_NE(apply_options(json::array(), o), "");
-}
-
-TEST(ServiceOptions, MarkdownAnswersAreToldApartByTheirFence) {
-  EXPECT_TRUE(solution_is_markdown("Here is my kernel:\n```python\nclass ModelNew: pass\n```\n"));
-  EXPECT_TRUE(solution_is_markdown("  ```\ncode\n```"));
-  EXPECT_FALSE(solution_is_markdown("class ModelNew:\n    s = 'a ``` inside'\n"));
 }
 
 class ServiceApi : public ::testing::Test {
@@ -288,33 +281,6 @@ TEST(ServiceMetrics, PrometheusTextHasTheQueueTheVerdictsTheCacheAndThePhases) {
                            "kbv_phase_seconds_count{phase=\"build\"} 2\n", "kbv_http_responses_total{code=\"202\"} 1\n",
                            "# TYPE kbv_jobs gauge\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
-}
-
-TEST(ServiceExecutor, JobFilesAreContentAddressedAndNamesFromTheQueueNeverEscapeTheScratch) {
-  fs::path scratch = fs::temp_directory_path() / ("kbv-service-files-" + std::to_string(::getpid()));
-  queue::Job job;
-  job.id = "0123abcd";
-  job.spec.problem_name = "level1/19_ReLU";
-  job.spec.problem_source = "class Model: pass\n";
-  job.spec.solution_source = "class ModelNew: pass\n";
-  JobFiles f = write_job_files(job, scratch);
-  ASSERT_EQ(f.error, "");
-  EXPECT_EQ(f.problem, scratch / "problems" / sha256_hex(job.spec.problem_source) / "level1" / "19_ReLU.py");
-  EXPECT_EQ(read_file(f.problem).text, job.spec.problem_source);
-  EXPECT_EQ(f.solution, scratch / "jobs" / "0123abcd" / "solution.py");
-  EXPECT_EQ(read_file(f.solution).text, job.spec.solution_source);
-  for (const char* name : {"../../etc/cron.d/x", "/etc/x", "level1/../../x", "a b"}) {
-    job.spec.problem_name = name;
-    JobFiles g = write_job_files(job, scratch);
-    EXPECT_EQ(g.problem.filename(), "problem.py") << name;
-    EXPECT_EQ(g.problem.parent_path().parent_path(), scratch / "problems") << name;
-  }
-  job.id = "../x";
-  job.spec.solution_source = "My kernel:\n```python\nclass ModelNew: pass\n```\n";
-  JobFiles m = write_job_files(job, scratch);
-  EXPECT_EQ(m.solution.filename(), "solution.md");
-  EXPECT_EQ(m.solution.parent_path().parent_path(), scratch / "jobs");
-  fs::remove_all(scratch);
 }
 
 TEST(ServiceServer, ListenIsHostColonPort) {
