@@ -29,7 +29,7 @@ HONEST = os.path.join(SOURCE, "examples", "level1", "19_ReLU", "cpu_honest.py")
 MAX_BODY = 1 << 20
 
 
-def start_server(tmp, extra=()):
+def start_server(tmp, workers=1):
     token = "s3rve-" + os.urandom(16).hex()
     token_file = os.path.join(tmp, "token")
     with open(token_file, "w") as f:
@@ -38,8 +38,8 @@ def start_server(tmp, extra=()):
     err = open(os.path.join(tmp, "serve.err"), "w+")
     proc = subprocess.Popen(
         [BINARY, "serve", "--listen", "127.0.0.1:0", "--queue", f"sqlite:{tmp}/queue.db", "--problems",
-         os.path.join(SOURCE, "problems"), "--token-file", token_file, "--device", "cpu", "--workers", "1",
-         "--cache-dir", CACHE, "--max-body-bytes", str(MAX_BODY), "--allow-problem-source", *extra],
+         os.path.join(SOURCE, "problems"), "--token-file", token_file, "--device", "cpu", "--workers", str(workers),
+         "--cache-dir", CACHE, "--max-body-bytes", str(MAX_BODY), "--allow-problem-source"],
         stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -200,6 +200,36 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(record["verdict"], "correct", record.get("message"))
         self.assertIn("markdown", record["source_origin"])
         self.assertTrue(record["build"]["cached"])  # the same code as test_3's: the same build
+
+
+class ServeWithKbvWorkerTest(unittest.TestCase):
+    """`kbv serve --workers 0` only queues; a `kbv worker` on the same queue evaluates: the canonical
+    options serve stores are what kbv worker's flag parser takes."""
+
+    def test_a_kbv_worker_evaluates_what_serve_queued(self):
+        tmp = tempfile.mkdtemp(prefix="kbv-serve-worker-test-")
+        proc, url, token, err = start_server(tmp, workers=0)
+        try:
+            client = Client(url, token, poll_wait=5)
+            with open(HONEST) as f:
+                honest = f.read()
+            jid = client.submit(PROBLEM, honest, trials=1, baselines=["tf32"], timing=True, seed=7)
+            self.assertEqual(client.status(jid, wait=1)["status"], "queued")  # nobody evaluates yet
+            worker = subprocess.run([BINARY, "worker", "--queue", f"sqlite:{tmp}/queue.db", "--drain", "--problems",
+                                     os.path.join(SOURCE, "problems"), "--cache-dir", CACHE],
+                                    capture_output=True, text=True, timeout=1500)
+            self.assertEqual(worker.returncode, 0, worker.stderr[-3000:])
+            st = client.wait(jid, timeout=30)
+            self.assertEqual(st["status"], "done", st)
+            self.assertEqual(st["record"]["verdict"], "correct", st["record"].get("message"))
+            protocol = st["record"]["protocol"]
+            self.assertEqual((protocol["trials"], protocol["seed"]), (1, 7))
+            self.assertEqual(protocol["timing"]["baselines"], ["tf32"])
+        finally:
+            proc.terminate()
+            proc.wait(60)
+            err.close()
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
