@@ -2,7 +2,8 @@
 Python client (python/kbv_client). Every class of bad request gets its 4xx and changes nothing in
 the queue; one real CPU evaluation (problems/level1/19_ReLU.py with the honest example) goes
 through the client; the same pair again is answered from the store without running; a wrong
-token gets 401. Run by CTest (serve_api) with:
+token gets 401; a `kbv worker` evaluates what `kbv serve --workers 0` queued. Run by CTest
+(serve_api on SQLite, serve_api_postgres under tests/queue/with_postgres.sh) with:
   KBV_BINARY (build/kbv), KBV_SOURCE_DIR (the checkout), KBV_TEST_CACHE (the tests' build cache).
 """
 
@@ -29,6 +30,11 @@ HONEST = os.path.join(SOURCE, "examples", "level1", "19_ReLU", "cpu_honest.py")
 MAX_BODY = 1 << 20
 
 
+def queue_url(tmp):
+    """SQLite in `tmp`, or the PostgreSQL of tests/queue/with_postgres.sh (KBV_TEST_POSTGRES_URL)."""
+    return os.environ.get("KBV_TEST_POSTGRES_URL") or f"sqlite:{tmp}/queue.db"
+
+
 def start_server(tmp, workers=1):
     token = "s3rve-" + os.urandom(16).hex()
     token_file = os.path.join(tmp, "token")
@@ -37,7 +43,7 @@ def start_server(tmp, workers=1):
     os.chmod(token_file, 0o600)
     err = open(os.path.join(tmp, "serve.err"), "w+")
     proc = subprocess.Popen(
-        [BINARY, "serve", "--listen", "127.0.0.1:0", "--queue", f"sqlite:{tmp}/queue.db", "--problems",
+        [BINARY, "serve", "--listen", "127.0.0.1:0", "--queue", queue_url(tmp), "--problems",
          os.path.join(SOURCE, "problems"), "--token-file", token_file, "--device", "cpu", "--workers", str(workers),
          "--cache-dir", CACHE, "--max-body-bytes", str(MAX_BODY), "--allow-problem-source"],
         stdout=subprocess.DEVNULL, stderr=err)
@@ -215,7 +221,7 @@ class ServeWithKbvWorkerTest(unittest.TestCase):
                 honest = f.read()
             jid = client.submit(PROBLEM, honest, trials=1, baselines=["tf32"], timing=True, seed=7)
             self.assertEqual(client.status(jid, wait=1)["status"], "queued")  # nobody evaluates yet
-            worker = subprocess.run([BINARY, "worker", "--queue", f"sqlite:{tmp}/queue.db", "--drain", "--problems",
+            worker = subprocess.run([BINARY, "worker", "--queue", queue_url(tmp), "--drain", "--problems",
                                      os.path.join(SOURCE, "problems"), "--cache-dir", CACHE],
                                     capture_output=True, text=True, timeout=1500)
             self.assertEqual(worker.returncode, 0, worker.stderr[-3000:])
