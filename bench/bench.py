@@ -402,9 +402,98 @@ def tf32(args):
                    "rows": rows})
 
 
+# ---- kbv serve: the API's added latency ----------------------------------------------------
+def serve(args):
+    """The API's added latency over a direct `kbv eval` of the same cached pair (issue 26: <= 100 ms).
+    One `kbv serve` (SQLite queue, one worker) and direct `kbv eval`s share one cache, so the build
+    is cached for both. Each repeat evaluates the pair once directly and once through the API with a
+    new --seed (a new job: not answered from the store). Overhead = wall - the record's `seconds`
+    (the evaluation itself: lint to verdict); added latency = API overhead - direct overhead. Then
+    the same pair again through the API: answered from the store (submit + one status call)."""
+    import re
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "python" / "kbv_client"))
+    from kbv_client import Client
+
+    problem = Path(args.problem)
+    solution = Path(args.solution)
+    name = f"{problem.parent.name}/{problem.stem}"
+    source = solution.read_text()
+    tmp = Path(tempfile.mkdtemp(prefix="kbv-bench-serve-"))
+    token = os.urandom(24).hex()
+    (tmp / "token").write_text(token + "\n")
+    os.chmod(tmp / "token", 0o600)
+    err = open(tmp / "serve.err", "w+")
+    proc = subprocess.Popen([kbv_binary(args), "serve", "--listen", "127.0.0.1:0", "--queue", f"sqlite:{tmp}/q.db",
+                             "--problems", str(problem.parent.parent), "--token-file", str(tmp / "token"),
+                             "--device", args.device, "--workers", "1", "--cache-dir", args.cache_dir],
+                            stderr=err, stdout=subprocess.DEVNULL)
+    try:
+        url = None
+        for _ in range(1200):
+            err.seek(0)
+            m = re.search(r"listening on (http://[0-9.:]+)", err.read())
+            if m:
+                url = m.group(1)
+                break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if not url:
+            err.seek(0)
+            sys.exit("bench: kbv serve did not start: " + err.read())
+        client = Client(url, token, poll_wait=30)
+        flags = ["--trials", str(args.trials)]
+        opts = {"trials": args.trials}
+        # Warm-up: the build (cached for both paths), the baselines and the server's reference worker.
+        client.evaluate(name, source, seed=1, **opts)
+        eval_json(args, problem, solution, flags + ["--seed", "1"], "serve-direct-warm")
+        rows = []
+        for i in range(args.repeats):
+            seed = 1000 + i
+            direct, direct_wall = eval_json(args, problem, solution, flags + ["--seed", str(seed)], f"serve-direct-{i}")
+            t0 = time.monotonic()
+            api = client.evaluate(name, source, seed=seed, **opts)
+            api_wall = time.monotonic() - t0
+            rows.append({"seed": seed, "direct_wall_s": direct_wall, "direct_seconds": direct["seconds"],
+                         "direct_verdict": direct["verdict"], "api_wall_s": api_wall, "api_seconds": api["seconds"],
+                         "api_verdict": api["verdict"],
+                         "direct_overhead_ms": 1e3 * (direct_wall - direct["seconds"]),
+                         "api_overhead_ms": 1e3 * (api_wall - api["seconds"])})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        store = []
+        for _ in range(20):
+            t0 = time.monotonic()
+            st = client.status(client.submit(name, source, seed=1000, **opts))
+            store.append(1e3 * (time.monotonic() - t0))
+            assert st["status"] == "done", st
+        med = statistics.median
+        summary = {
+            "pair": [str(problem), str(solution)], "device": args.device, "trials": args.trials,
+            "repeats": args.repeats, "load_average": os.getloadavg()[0], "cpus": os.cpu_count(),
+            "direct_wall_s_median": med(r["direct_wall_s"] for r in rows),
+            "api_wall_s_median": med(r["api_wall_s"] for r in rows),
+            "direct_overhead_ms_median": med(r["direct_overhead_ms"] for r in rows),
+            "api_overhead_ms_median": med(r["api_overhead_ms"] for r in rows),
+            "api_overhead_ms_max": max(r["api_overhead_ms"] for r in rows),
+            "added_latency_ms_median": med(r["api_overhead_ms"] - r["direct_overhead_ms"] for r in rows),
+            "wall_difference_s_median": med(r["api_wall_s"] - r["direct_wall_s"] for r in rows),
+            "store_hit_ms_median": med(store), "store_hit_ms_max": max(store),
+        }
+        write("serve", {"summary": summary, "rows": rows, "store_hit_ms": store})
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("what", choices=["aa", "aa_merge", "aa_diag", "repeat", "overhead", "side_stream", "protocol", "tf32"])
+    ap.add_argument("what", choices=["aa", "aa_merge", "aa_diag", "repeat", "overhead", "side_stream", "protocol", "tf32",
+                                       "serve"])
     ap.add_argument("--inputs", help="aa_merge: comma-separated aa.json files of the parts")
     ap.add_argument("--collect", action="store_true",
                     help="aa: summarise the records already in $OUT/aa/run (a cut-off run) without evaluating")
@@ -412,7 +501,8 @@ def main():
     ap.add_argument("--kbv", help="the kbv binary (default: build-gpu/kbv or build/kbv)")
     ap.add_argument("--problems", default=str(ROOT / "problems"), help="dataset root")
     ap.add_argument("--problems-list", help="comma-separated problem names (default: the 24 A/A problems)")
-    ap.add_argument("--repeats", type=int, default=4, help="A/A: evaluations per problem")
+    ap.add_argument("--repeats", type=int, default=4, help="A/A: evaluations per problem; serve: pairs of evaluations")
+    ap.add_argument("--trials", type=int, default=1, help="serve: --trials of each evaluation")
     ap.add_argument("--variants", help="aa_diag: comma-separated variants (default: all of " +
                     ",".join(DIAG_VARIANTS) + ")")
     ap.add_argument("--device", default="cuda")

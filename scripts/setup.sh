@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up whatever is missing, then builds kbv into build/.
 #   - system packages (Debian/Ubuntu, when run as root): compilers, CMake, Ninja, GoogleTest and the
-#     -dev packages kbv links (nlohmann-json, CLI11, fmt, SQLite, OpenSSL, libcurl, libseccomp)
+#     -dev packages kbv links (nlohmann-json, CLI11, fmt, SQLite, OpenSSL, libcurl, libseccomp, cpp-httplib)
 #   - a project-local Python environment .venv with torch 2.11 (requirements.txt), unless
 #     KBV_PYTHON names an interpreter that already has torch 2.11 (the GPU machine's)
 #   - cmake + ninja
@@ -28,7 +28,7 @@ apt_quiet() {
 }
 
 need_pkgs=()
-for pkg in g++ cmake ninja-build libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev python3-venv; do
+for pkg in g++ cmake ninja-build libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev libcpp-httplib-dev pkg-config python3-venv; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 # python3-venv is only needed when python3 cannot make a venv by itself (pyenv builds can).

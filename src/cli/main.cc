@@ -8,6 +8,7 @@
 #include "cli/generate_command.h"
 #include "cli/common_flags.h"
 #include "cli/parse.h"
+#include "cli/serve_command.h"
 #include "cli/worker_command.h"
 #include "util/interrupt.h"
 
@@ -32,6 +33,8 @@ int main(int argc, char** argv) {
   commands.push_back(kbv::cli::add_lint_command(app));
   commands.push_back(kbv::cli::add_lint_problems_command(app));
   commands.push_back(kbv::cli::add_baseline_command(app));
+  auto serve = kbv::cli::add_serve_command(app);
+  commands.push_back({serve->app, serve->run});
   auto worker = kbv::cli::add_worker_command(app, kbv::cli::worker_hooks());
   commands.push_back({worker->app, worker->run});
 

@@ -1,0 +1,71 @@
+#include "service/pool.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "queue/worker_loop.h"
+#include "service/options.h"
+#include "supervisor/queue_job.h"
+#include "util/interrupt.h"
+
+namespace kbv::service {
+
+WorkerPool::WorkerPool(queue::Queue& queue, PoolConfig config, Metrics& metrics, std::function<void()> finished,
+                       Notify notify)
+    : queue_(queue), config_(std::move(config)), metrics_(metrics), finished_(std::move(finished)),
+      notify_(std::move(notify)) {}
+
+WorkerPool::~WorkerPool() { stop(); }
+
+void WorkerPool::start() {
+  int n = config_.gpus.empty() ? config_.workers : static_cast<int>(config_.gpus.size());
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { loop(i); });
+}
+
+void WorkerPool::stop() {
+  stopping_ = true;
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+void WorkerPool::loop(int index) {
+  EvalOptions base = config_.base;
+  std::string name = fmt::format("{}:serve{}", queue::default_worker_name(), index);
+  if (!config_.gpus.empty()) {
+    base.gpu = config_.gpus[index];
+    name += fmt::format(":gpu{}", *base.gpu);
+  }
+  QueueJobContext context;
+  context.options_of = [&base](const nlohmann::json& options, std::string& error) -> std::optional<EvalOptions> {
+    EvalOptions o = base;
+    error = apply_options(options, o);
+    if (!error.empty()) return std::nullopt;
+    return o;
+  };
+  context.scratch_dir = config_.scratch;
+  context.problems_dirs = config_.problems;
+  context.gpu = base.gpu;
+  QueueJobRunner runner(std::move(context));
+  auto execute = [&](const queue::Job& job) -> queue::ExecResult {
+    queue::ExecResult r = runner.run(job);
+    if (r.kind == queue::ExecResult::Kind::done) metrics_.evaluation_finished(r.record, unix_now());
+    else if (r.kind != queue::ExecResult::Kind::interrupted) metrics_.job_failed();
+    return r;
+  };
+  queue::LoopOptions o;
+  o.worker = name;
+  o.lease_seconds = config_.lease_s;
+  o.heartbeat_seconds = std::min(10.0, config_.lease_s / 3);
+  o.idle_seconds = config_.idle_s;
+  o.stop = [this] { return stopping_.load() || interrupted(); };
+  // Every event of the loop wakes the long-polls: "job X: done" comes after the record is stored.
+  Notify notify = [this](const Notice& n) {
+    if (notify_) notify_(n);
+    finished_();
+  };
+  queue::run_worker_loop(queue_, execute, o, notify);
+}
+
+}  // namespace kbv::service
