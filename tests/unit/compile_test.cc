@@ -274,7 +274,8 @@ TEST(FastBuild, TheWrapperAndKbvAgreeOnTheKeyAndTheWrapperUsesOnlyWhatKbvBuilt) 
   EXPECT_EQ(lines_of(d / "args3").front(), "-MMD");
   // A link gets lld.
   env["ARGS_OUT"] = (d / "args4").string();
-  r = run_command({fb.wrapper.string(), "main.o", "-shared", "-L/x", "-o", "ext_x.so"}, env, std::chrono::seconds(30));
+  r = run_command({fb.wrapper.string(), (ext / "main.o").string(), "-shared", "-L/x", "-o", (ext / "ext_x.so").string()},
+                  env, std::chrono::seconds(30));
   EXPECT_EQ(lines_of(d / "args4").front(), "-fuse-ld=lld");
   fs::remove_all(d);
 }
