@@ -89,6 +89,7 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
     b.diagnostics = j.value("diagnostics", json::array());
     b.cached = true;
     b.seconds = since(t0);
+    if (j.value("plain_fallback", false)) b.env.erase("CXX");  // built the plain way (below)
     return true;
   };
   if (cached()) return b;
@@ -109,6 +110,17 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
   launch.request.code = job.code;
   launch.request.device = job.toolchain.device;
   BuildWorkerOutcome ran = run_worker(launch);
+  if (fast && ran.start_error.empty() && ran.failure && ran.failure->traceback &&
+      ran.failure->traceback->find(fast->root.string()) != std::string::npos) {
+    // The failure names the fast build's own files (a precompiled header GCC refused to read):
+    // kbv's fault, not the candidate's. Built again the plain way, in the same entry.
+    launch.env.erase("CXX");
+    fs::remove_all(b.extensions_dir, ec);
+    fs::create_directories(b.extensions_dir, ec);
+    ran = run_worker(launch);
+    b.env.erase("CXX");
+    b.fast = "fell back to plain: the precompiled header failed";
+  }
   // The flag sets this build compiled without a precompiled header get one, for the next builds.
   if (fast) {
     std::string ignored;  // a flag set kbv will not precompile is compiled as usual: no error
@@ -147,6 +159,7 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
   if (b.kind != "timeout" && b.kind != "crashed" && b.kind != "interrupted") {
     json j = {{"ok", b.ok}, {"kind", b.kind}, {"message", unname(b.message, job.solution_path)},
               {"diagnostics", b.diagnostics}};
+    if (b.fast.rfind("fell back", 0) == 0) j["plain_fallback"] = true;
     write_file_atomic(marker, j.dump(2));
   }
   return b;

@@ -140,7 +140,7 @@ FastBuild prepare_fast_build(const fs::path& cache_dir, const std::string& pytho
   }
   fb.compiler_version = v.output;
   fb.lld = !resolve_program("ld.lld").empty();
-  fb.id = sha256_hex_parts({"kbv-pch-1", fb.compiler, fb.compiler_version, python, torch_version, device,
+  fb.id = sha256_hex_parts({"kbv-pch-2", fb.compiler, fb.compiler_version, python, torch_version, device,
                             fb.lld ? "lld" : "default-linker"});
   fb.root = cache_dir / "pch" / fb.id;
   fb.wrapper = fb.root / "kbv-cxx";
@@ -263,6 +263,12 @@ std::string build_pch(const FastBuild& fb, const std::vector<std::string>& flags
     fs::remove_all(tmp, ec);
     return fmt::format("precompiling {} failed: {}", header.string(),
                        r.error.empty() ? (r.timed_out ? "timed out" : first_lines(r.output, 5)) : r.error);
+  }
+  // GCC reads the header beside a .gch it takes (for -MMD's dependency list): a copy of torch's.
+  fs::copy_file(header, tmp / "torch" / "extension.h", ec);
+  if (ec) {
+    fs::remove_all(tmp, ec);
+    return fmt::format("cannot copy {}: {}", header.string(), ec.message());
   }
   write_file_atomic(tmp / "flags.json", json(flags).dump(1));
   fs::rename(tmp, dest, ec);

@@ -41,9 +41,10 @@ std::string pch_flags_key(const std::vector<std::string>& flags);
 // -Wp, -B, --sysroot, -specs, ...) are refused: kbv runs the compiler with them outside the sandbox.
 std::string check_pch_flags(const std::vector<std::string>& flags, const std::vector<std::string>& include_dirs);
 
-// Builds root/<key>/torch/extension.h.gch for `flags` (checked first) unless it exists: in a
-// temporary folder, renamed into place, files read-only. At most `max_headers` per toolchain.
-std::string build_pch(const FastBuild& fb, const std::vector<std::string>& flags, size_t max_headers = 16);
+// Builds root/<key>/torch/extension.h.gch (and a copy of the header beside it, which GCC reads)
+// for `flags` (checked first) unless it exists: in a temporary folder, renamed into place. The
+// workers see it read-only (sandbox). At most `max_headers` per toolchain (~750 MB each, torch 2.11).
+std::string build_pch(const FastBuild& fb, const std::vector<std::string>& flags, size_t max_headers = 8);
 
 // After a build: the flag sets the wrapper left in `extensions_dir` (.kbv-pch-want-*, written by
 // the candidate's build, so untrusted: regular files only, checked) get their precompiled header
