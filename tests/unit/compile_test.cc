@@ -256,6 +256,7 @@ TEST(FastBuild, TheWrapperAndKbvAgreeOnTheKeyAndTheWrapperUsesOnlyWhatKbvBuilt) 
   EXPECT_EQ(learn_pch(fb, ext, error), 1) << error;
   ::unsetenv("ARGS_OUT");
   EXPECT_TRUE(fs::exists(fb.root / key / "torch" / "extension.h.gch"));
+  EXPECT_TRUE(fs::exists(fb.root / key / "torch" / "extension.h")) << "GCC reads the header beside the .gch";
   EXPECT_FALSE(fs::exists(ext / (".kbv-pch-want-" + key)));
   std::vector<std::string> made = lines_of(d / "args-pch");  // the flags, then the header
   ASSERT_EQ(made.size(), flags.size() + 5);
