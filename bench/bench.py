@@ -7,6 +7,8 @@ torch, for KernelBench's own timing loop); everything else drives the kbv binary
 import argparse
 import itertools
 import json
+import re
+import resource
 import os
 import sqlite3
 import statistics
@@ -488,12 +490,111 @@ def serve(args):
             proc.wait(60)
         except subprocess.TimeoutExpired:
             proc.kill()
+def ninja_phases(ext_dir):
+    """Compile and link seconds of a load_inline build, from torch's .ninja_log in its folder."""
+    out = {"compile_s": 0.0, "link_s": 0.0}
+    for log in Path(ext_dir).glob("*/.ninja_log"):
+        for line in log.read_text().splitlines():
+            parts = line.split("\t")
+            if len(parts) < 4 or line.startswith("#"):
+                continue
+            secs = (int(parts[1]) - int(parts[0])) / 1000
+            out["link_s" if parts[3].endswith(".so") else "compile_s"] += secs
+    return out
+
+
+def build(args):
+    """Old path (--fast-build off: load_inline as it compiles alone) against the new one (on) over
+    the same fresh sources, interleaved, in one run: `kbv build` into an empty cache per run, so
+    each source is a fresh build (the precompiled headers of the new path are made by the first
+    build that needs them, which pays for it once: it shows in max)."""
+    manifest = json.loads((ROOT / "examples" / "manifest.json").read_text())
+    seen, sources = set(), []
+    for e in manifest:
+        s = e["solution"]
+        if e.get("device", "cpu") != args.device or s in seen or e.get("lint") or e["expected"] == "compile_error":
+            continue
+        if "load_inline" not in (ROOT / s).read_text():
+            continue
+        seen.add(s)
+        sources.append(s)
+    if args.limit:
+        step = max(1, len(sources) // args.limit)
+        sources = sources[::step][: args.limit]
+    cache = Path(args.cache_dir) / f"build-bench-{os.getpid()}"
+    if cache.exists():
+        sys.exit(f"bench: {cache} exists")
+    rows = []
+    warm = None
+    if args.warm_pch and len(sources) > 1:
+        # One source built first, not counted: the new path's precompiled header is made once per
+        # toolchain and flag set, like the toolchain itself; its cost is reported apart.
+        w = sources.pop(0)
+        p, wall = run([kbv_binary(args), "build", "--solution", ROOT / w, "--device", args.device,
+                       "--cache-dir", cache, "--fast-build", "on"])
+        warm = {"solution": w, "wall_s": wall}
+    for i, s in enumerate(sources):
+        order = ["off", "on"] if i % 2 == 0 else ["on", "off"]
+        row = {"solution": s}
+        for mode in order:
+            c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            p, wall = run([kbv_binary(args), "build", "--solution", ROOT / s, "--device", args.device,
+                           "--cache-dir", cache, "--fast-build", mode])
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            m = re.search(r"built( \(cached\))? in ([0-9.]+) s", p.stderr)
+            if p.returncode != 0 or not m:
+                sys.exit(f"bench: kbv build {s} --fast-build {mode}: {p.stderr[-2000:]}")
+            entry = {"build_s": float(m.group(2)), "cached": bool(m.group(1)), "command_wall_s": wall,
+                     "command_cpu_s": (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)}
+            row[mode] = entry
+            print(f"[{i + 1}/{len(sources)}] {s} --fast-build {mode}: {entry['build_s']:.1f} s "
+                  f"(CPU {entry['command_cpu_s']:.1f} s)", file=sys.stderr, flush=True)
+        rows.append(row)
+    # Per phase: torch's ninja log in each build folder (compile, link); the rest is the build
+    # worker's start, Python and torch's import and load_inline's own work.
+    by_dir = {}
+    for d in (cache / "build").iterdir():
+        names = [x.name for x in (d / "ext").iterdir() if x.is_dir()] if (d / "ext").exists() else []
+        by_dir[d.name] = (names, ninja_phases(d / "ext"))
+    for row in rows:
+        # The source's extension names; its two entries (one per mode) differ by the compiler in
+        # build.ninja (the fast build's wrapper, kbv-cxx).
+        stems = set(re.findall(r'name\s*=\s*"([^"]+)"', (ROOT / row["solution"]).read_text()))
+        for key, (names, ph) in by_dir.items():
+            if not any(n in stems or n.split("_v")[0] in stems for n in names):
+                continue
+            ninja = [d / "build.ninja" for d in (cache / "build" / key / "ext").iterdir() if (d / "build.ninja").exists()]
+            fast = any("kbv-cxx" in n.read_text() for n in ninja)
+            row["on" if fast else "off"].update(ph)
+    def stats(mode, field):
+        xs = sorted(r[mode][field] for r in rows if field in r[mode])
+        if not xs:
+            return None
+        return {"median": statistics.median(xs), "p90": xs[min(len(xs) - 1, int(0.9 * len(xs)))], "max": xs[-1],
+                "n": len(xs)}
+    summary = {"device": args.device, "sources": len(rows), "nproc": os.cpu_count(), "loadavg_end": os.getloadavg(),
+               "warm_up": warm}
+    for mode in ("off", "on"):
+        summary[mode] = {f: stats(mode, f) for f in ("build_s", "command_cpu_s", "compile_s", "link_s")}
+    if summary["off"]["build_s"] and summary["on"]["build_s"]:
+        summary["median_ratio_on_over_off"] = summary["on"]["build_s"]["median"] / summary["off"]["build_s"]["median"]
+        summary["cpu_median_ratio_on_over_off"] = (summary["on"]["command_cpu_s"]["median"] /
+                                                   summary["off"]["command_cpu_s"]["median"])
+    write("build", {"summary": summary, "rows": rows})
+    if not args.keep_cache:
+        import shutil
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("what", choices=["aa", "aa_merge", "aa_diag", "repeat", "overhead", "side_stream", "protocol", "tf32",
-                                       "serve"])
+                                       "serve", "build"])
+    ap.add_argument("--limit", type=int, help="build: this many sources, spread over the corpus (default: all)")
+    ap.add_argument("--keep-cache", action="store_true", help="build: keep the build cache it made")
+    ap.add_argument("--warm-pch", action="store_true",
+                    help="build: build the first source once before the timed ones (the new path's precompiled "
+                         "header; its time is reported as warm_up)")
     ap.add_argument("--inputs", help="aa_merge: comma-separated aa.json files of the parts")
     ap.add_argument("--collect", action="store_true",
                     help="aa: summarise the records already in $OUT/aa/run (a cut-off run) without evaluating")

@@ -24,6 +24,11 @@ fs::path default_cache_dir() {
 }
 
 void CommonFlags::add(CLI::App* app) {
+  app->add_option("--fast-build", fast_build,
+                  "compile candidates with a precompiled torch/extension.h and lld (same machine code; "
+                  "DESIGN.md, The compile step); off: as load_inline alone compiles")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   app->add_option("--sandbox", sandbox,
                   "confinement of the workers that run candidate code (DESIGN.md, Sandbox): strict (refuse to run "
                   "when a layer cannot be applied), best-effort (what is available, recorded) or off")
@@ -110,6 +115,7 @@ kbv::EvalOptions CommonFlags::options() const {
   o.worker = kbv::default_worker_config(python);
   o.worker.log_dir = o.cache_dir / "logs";
   o.worker.sandbox = *kbv::sandbox::parse_mode(sandbox);
+  o.fast_build = fast_build == "on";
   return o;
 }
 

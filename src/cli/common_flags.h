@@ -31,6 +31,7 @@ struct CommonFlags {
   double launch_hold_us = -1;
   std::vector<std::string> baselines;
   std::string sandbox = "strict";
+  std::string fast_build = "on";
 
   // Adds the flags to `app`.
   void add(CLI::App* app);

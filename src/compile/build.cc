@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compile/diagnostics.h"
+#include "compile/pch.h"
 #include "util/fs.h"
 #include "util/hash.h"
 
@@ -68,14 +69,56 @@ std::string python_path(const fs::path& p) {
   return ec ? p.string() : a.string();
 }
 
-std::string build_key(const std::string& code, const Toolchain& t) {
-  return sha256_hex_parts({"kbv-build-1", KBV_VERSION, code, t.torch_version, t.python_version, t.python, t.device});
+std::string build_key(const std::string& code, const Toolchain& t, const std::string& mode) {
+  return sha256_hex_parts({"kbv-build-2", KBV_VERSION, code, t.torch_version, t.python_version, t.python, t.device,
+                           t.device_name, t.cxx, t.cuda_arch_list, mode});
 }
+
+namespace {
+
+// A cached outcome must not name the file of the evaluation that made it (issue: "cache the
+// outcome, not the message"): the solution's path, as given and absolute, is kept as a marker and
+// put back for the file being evaluated.
+const char* kRelMark = "\x1fsolution\x1f";
+const char* kAbsMark = "\x1fsolution-abs\x1f";
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  if (from.empty()) return s;
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+std::string unname(const std::string& message, const fs::path& solution) {
+  return replace_all(replace_all(message, python_path(solution), kAbsMark), solution.string(), kRelMark);
+}
+
+std::string rename_for(const std::string& message, const fs::path& solution) {
+  return replace_all(replace_all(message, kAbsMark, python_path(solution)), kRelMark, solution.string());
+}
+
+}  // namespace
 
 BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) {
   BuildResult b;
   auto t0 = Clock::now();
-  fs::path dir = job.cache_dir / "build" / build_key(job.code, job.toolchain);
+  std::optional<FastBuild> fast;
+  b.fast = "off";
+  if (job.fast) {
+    std::string error;
+    const Toolchain& t = job.toolchain;
+    FastBuild fb = prepare_fast_build(job.cache_dir, t.python, t.cxx, t.torch_version, t.device, error);
+    if (error.empty()) {
+      fast = fb;
+      b.fast = "on";
+    } else {
+      b.fast = "unavailable: " + error;
+    }
+  }
+  fs::path dir = job.cache_dir / "build" / build_key(job.code, job.toolchain, fast ? fast->id : "plain");
+  if (fast) {
+    b.env["CXX"] = fast->wrapper.string();
+    b.read.push_back(fast->root);
+  }
   b.extensions_dir = dir / "ext";
   fs::path marker = dir / "result.json";
   // A finished build's outcome, kept in result.json.
@@ -85,20 +128,17 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
     if (!j.is_object()) return false;
     b.ok = j.value("ok", false);
     b.kind = j.value("kind", "");
-    b.message = j.value("message", "");
+    b.message = rename_for(j.value("message", ""), job.solution_path);
     b.diagnostics = j.value("diagnostics", json::array());
     // The outcome is the code's; the message names the file being evaluated now, not the one
     // that was built first (another run's copy of the same code).
     if (b.kind == "compile_error" && !b.diagnostics.empty()) {
       for (auto& d : b.diagnostics) map_to_solution(d, job, b.extensions_dir);  // entries cached before the mapping
       b.message = compile_error_message(b.diagnostics, job.solution_path.string(), b.extensions_dir);
-    } else if (const std::string first = j.value("solution", ""); !first.empty()) {
-      const std::string now = python_path(job.solution_path);
-      for (size_t at = b.message.find(first); at != std::string::npos; at = b.message.find(first, at + now.size()))
-        b.message.replace(at, first.size(), now);
     }
     b.cached = true;
     b.seconds = since(t0);
+    if (j.value("plain_fallback", false)) b.env.erase("CXX");  // built the plain way (below)
     return true;
   };
   if (cached()) return b;
@@ -111,12 +151,30 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
     if (cached()) return b;  // built meanwhile by another kbv process
     remove_stale_torch_locks(b.extensions_dir);
   }
-  std::map<std::string, std::string> env{{"TORCH_EXTENSIONS_DIR", b.extensions_dir.string()}};
-  msg::BuildRequest build;
-  build.path = python_path(job.solution_path);
-  build.code = job.code;
-  build.device = job.toolchain.device;
-  BuildWorkerOutcome ran = run_worker(env, build);
+  BuildLaunch launch;
+  launch.env = b.env;
+  launch.env["TORCH_EXTENSIONS_DIR"] = b.extensions_dir.string();
+  launch.read = b.read;
+  launch.request.path = python_path(job.solution_path);
+  launch.request.code = job.code;
+  launch.request.device = job.toolchain.device;
+  BuildWorkerOutcome ran = run_worker(launch);
+  if (fast && ran.start_error.empty() && ran.failure && ran.failure->traceback &&
+      ran.failure->traceback->find(fast->root.string()) != std::string::npos) {
+    // The failure names the fast build's own files (a precompiled header GCC refused to read):
+    // kbv's fault, not the candidate's. Built again the plain way, in the same entry.
+    launch.env.erase("CXX");
+    fs::remove_all(b.extensions_dir, ec);
+    fs::create_directories(b.extensions_dir, ec);
+    ran = run_worker(launch);
+    b.env.erase("CXX");
+    b.fast = "fell back to plain: the precompiled header failed";
+  }
+  // The flag sets this build compiled without a precompiled header get one, for the next builds.
+  if (fast) {
+    std::string ignored;  // a flag set kbv will not precompile is compiled as usual: no error
+    learn_pch(*fast, b.extensions_dir, ignored);
+  }
   b.seconds = since(t0);
   if (!ran.start_error.empty()) {
     b.kind = "compile_error";
@@ -150,8 +208,9 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
   }
   // Deterministic outcomes are cached; a timeout or a crash may be the machine's fault.
   if (b.kind != "timeout" && b.kind != "crashed" && b.kind != "interrupted") {
-    json j = {{"ok", b.ok},           {"kind", b.kind}, {"message", b.message}, {"diagnostics", b.diagnostics},
-              {"solution", python_path(job.solution_path)}};
+    json j = {{"ok", b.ok}, {"kind", b.kind}, {"message", unname(b.message, job.solution_path)},
+              {"diagnostics", b.diagnostics}};
+    if (b.fast.rfind("fell back", 0) == 0) j["plain_fallback"] = true;
     write_file_atomic(marker, j.dump(2));
   }
   return b;

@@ -1,11 +1,12 @@
 // The compile step: a candidate's build in its own process, into a content-addressed cache whose
-// key covers everything that changes the binary.
+// key covers everything that changes the binary; its outcome (not its message) is cached.
 #pragma once
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,8 +21,14 @@ struct BuildResult {
   std::string message;
   nlohmann::json diagnostics = nlohmann::json::array();
   std::filesystem::path extensions_dir;  // TORCH_EXTENSIONS_DIR of this candidate
-  double seconds = 0;
+  double seconds = 0;  // wall time of the whole step, cache look-up, waiting and learning included
   bool cached = false;
+  // What the candidate's loads of this build must see as the build saw it: environment (CXX of the
+  // fast build, else torch's up-to-date check sees another command and rebuilds) and folders to
+  // read (the precompiled headers and the compiler wrapper).
+  std::map<std::string, std::string> env;
+  std::vector<std::filesystem::path> read;
+  std::string fast;  // "on", or why the fast build was not used ("off", or the failure)
 };
 
 // What the binary depends on besides the candidate's code.
@@ -30,10 +37,15 @@ struct Toolchain {
   std::string python_version;
   std::string python;        // the interpreter the workers run
   std::string device;        // "cpu" | "cuda"
+  std::string device_name;   // the GPU model (its architecture) or "cpu"
+  std::string cxx;           // CXX as the build worker sees it ("" : c++)
+  std::string cuda_arch_list;  // TORCH_CUDA_ARCH_LIST as the build worker sees it
 };
 
-// The cache entry's name: sha256 of the code and the toolchain.
-std::string build_key(const std::string& code, const Toolchain& toolchain);
+// The cache entry's name: sha256 of the code (sources and load_inline's flags are in it), the
+// toolchain and how it is compiled (`mode`: "plain", or the fast build's id, which names the real
+// compiler and its version).
+std::string build_key(const std::string& code, const Toolchain& toolchain, const std::string& mode);
 
 // One build as the compile step asks for it.
 struct BuildJob {
@@ -42,18 +54,23 @@ struct BuildJob {
   std::filesystem::path solution_path;    // the file being evaluated (messages name it)
   std::filesystem::path cache_dir;        // cache_dir/build/<key>
   Toolchain toolchain;
+  bool fast = true;                       // precompiled headers and lld (compile/pch.h)
 };
 
 // What running the build worker gave: it could not start (`start_error`), it built (`failure`
 // empty), or how it failed.
+struct BuildLaunch {
+  std::map<std::string, std::string> env;
+  std::vector<std::filesystem::path> read;  // besides the solution
+  msg::BuildRequest request;
+};
 struct BuildWorkerOutcome {
   std::string start_error;
   std::optional<WorkerFailure> failure;
 };
 // Runs the build worker (supervisor side: a sandboxed process) with these environment variables
 // and request.
-using RunBuildWorker =
-    std::function<BuildWorkerOutcome(const std::map<std::string, std::string>& env, const msg::BuildRequest& request)>;
+using RunBuildWorker = std::function<BuildWorkerOutcome(const BuildLaunch& launch)>;
 
 // Builds the candidate into cache_dir/build/<key>/ext, or reuses an earlier outcome.
 BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker);

@@ -1,5 +1,6 @@
 #include "supervisor/build_stage.h"
 
+#include <cstdlib>
 #include <map>
 
 #include "util/clock.h"
@@ -14,17 +15,26 @@ BuildResult build_candidate(const SolutionSource& solution, const std::filesyste
   job.first_line = solution.first_line;
   job.solution_path = solution_path;
   job.cache_dir = options.cache_dir;
-  job.toolchain = {env.torch_version, env.python_version, options.worker.python, env.device};
-  auto run_worker = [&](const std::map<std::string, std::string>& vars, const msg::BuildRequest& request) {
+  job.fast = options.fast_build;
+  // What the build worker's environment says (kbv's own, then --python's extra variables).
+  auto seen = [&](const char* name) {
+    if (auto it = options.worker.env.find(name); it != options.worker.env.end()) return it->second;
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  job.toolchain = {env.torch_version, env.python_version, options.worker.python, env.device, env.device_name,
+                   seen("CXX"), seen("TORCH_CUDA_ARCH_LIST")};
+  auto run_worker = [&](const BuildLaunch& launch) {
     BuildWorkerOutcome out;
-    std::map<std::string, std::string> env_vars = vars;
+    std::map<std::string, std::string> env_vars = launch.env;
     if (options.gpu) env_vars["CUDA_VISIBLE_DEVICES"] = std::to_string(*options.gpu);
-    auto w = WorkerProcess::start("build", options.worker, env_vars, out.start_error, {solution_path});
+    WorkerTarget target{solution_path, nullptr, launch.read};
+    auto w = WorkerProcess::start("build", options.worker, env_vars, out.start_error, target);
     if (!w) {
       if (out.start_error.empty()) out.start_error = "unknown error";
       return out;
     }
-    Reply r = w->call(msg::to_json(request), ms(options.timeouts.build_s));
+    Reply r = w->call(msg::to_json(launch.request), ms(options.timeouts.build_s));
     if (!reply_as<msg::BuildReply>(r)) out.failure = worker_failure(r);
     return out;
   };

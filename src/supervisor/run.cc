@@ -240,6 +240,12 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   record.build->seconds = built.seconds;
   record.build->cached = built.cached;
   phase_done("build");
+  if (prebuilt) {
+    // Built ahead on the build queue's thread: the phase is the build's own wall time, and the
+    // evaluation's seconds include it (the phases add up to them).
+    (*record.phase_seconds)["build"] = built.seconds;
+    t0 -= std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(built.seconds));
+  }
   if (!built.ok && built.kind != "missing_model_new") {
     fail_build(record, built.kind, built.message);
     if (built.kind != "interrupted" && !built.diagnostics.empty()) record.build->diagnostics = built.diagnostics;
@@ -261,7 +267,8 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   std::string error;
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
-  auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error, {pair.solution_path, ref});
+  for (const auto& [k, v] : built.env) env_vars[k] = v;  // the build's CXX: torch's up-to-date check holds
+  auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error, {pair.solution_path, ref, built.read});
   if (!cand) {
     set_verdict(record, Verdict::runtime_error, "cannot start the candidate worker: " + error);
     return record;

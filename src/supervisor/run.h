@@ -48,6 +48,7 @@ struct EvalOptions {
   std::filesystem::path cache_dir;    // build cache and logs
   WorkerConfig worker;
   std::optional<int> gpu;             // CUDA_VISIBLE_DEVICES for the workers of this evaluation
+  bool fast_build = true;             // --fast-build (compile/pch.h)
 };
 
 // Starts a reference worker once to learn the torch version and whether a GPU is visible.

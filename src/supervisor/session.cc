@@ -158,6 +158,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
     sandbox::Paths paths;
     paths.read.push_back(config.worker_dir.string());
     if (!target.solution.empty()) paths.read.push_back(fs::absolute(target.solution, ec).string());
+    for (const auto& r : target.read) paths.read.push_back(fs::absolute(r, ec).string());
     if (confine) {
       w->scratch_ = scratch_root / fmt::format("{}-{}-{}", role, getpid(), n);
       fs::remove_all(w->scratch_, ec);

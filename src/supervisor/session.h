@@ -33,6 +33,7 @@ class WorkerProcess;
 struct WorkerTarget {
   std::filesystem::path solution;              // candidate and build: the solution file (read-only)
   const WorkerProcess* reference = nullptr;    // candidate: its reference (their shared /dev/shm folder)
+  std::vector<std::filesystem::path> read;     // more folders it reads (a build's precompiled headers)
 };
 
 // Finds the python and the worker module: --python / KBV_PYTHON / the build's default;

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support.h"
+#include "store/store.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 
@@ -357,6 +358,45 @@ TEST(Run, InterruptStopsCleanlyAndKeepsWhatFinished) {
 }
 
 // A run folder: eval_results.json in KernelBench's shape, resumable after a kill.
+// Two run folders with the same failing source: the second reuses the first's cached build
+// outcome, and its message names its own file, not the other run's ("cache the outcome, not the
+// message"). In batch mode the build's wall time is the record's build phase too.
+TEST(Run, ACachedBuildFailureNamesTheFileBeingEvaluated) {
+  const std::string name = "level_1_problem_19_sample_0_kernel.py";
+  std::vector<fs::path> runs = {temp_dir("cached_failure_a"), temp_dir("cached_failure_b")};
+  std::vector<kbv::Record> records;
+  for (const auto& run : runs) {
+    fs::copy_file(kSource / "examples/level1/19_ReLU/cpu_compile_error.py", run / name,
+                  fs::copy_options::overwrite_existing);
+    Outcome o = run_kbv({"eval", "--problems", (kSource / "problems").string(), "--run", run.string(), "--level", "1",
+                         "--device", "cpu", "--trials", "1"});
+    ASSERT_EQ(o.code, 0) << o.output;
+    json results = json::parse(kbv::read_file(run / "eval_results.json").text, nullptr, false);
+    ASSERT_TRUE(results.is_object()) << o.output;
+    const std::string error = results["19"][0]["metadata"].value("compilation_error", "");
+    EXPECT_NE(error.find((run / name).string()), std::string::npos) << error;
+    for (const auto& other : runs) {
+      if (other != run) {
+        EXPECT_EQ(error.find(other.filename().string()), std::string::npos) << error;
+      }
+    }
+    std::string e;
+    auto store = kbv::Store::open(run / "kbv.sqlite", e, kbv::Store::Mode::read_only);
+    ASSERT_TRUE(store) << e;
+    std::vector<kbv::Record> latest = store->latest();
+    ASSERT_EQ(latest.size(), 1u);
+    records.push_back(latest[0]);
+  }
+  ASSERT_TRUE(records[0].build && records[1].build);
+  EXPECT_TRUE(records[1].build->cached);
+  for (const auto& r : records) {
+    EXPECT_NE(r.message.find(r.solution), std::string::npos) << r.message;
+    ASSERT_TRUE(r.phase_seconds && r.phase_seconds->count("build"));
+    EXPECT_DOUBLE_EQ(r.phase_seconds->at("build"), r.build->seconds) << "the build queue's time is the build phase";
+  }
+  EXPECT_GT(records[0].build->seconds, 1.0) << "a real compile, not the queue's hand-over";
+}
+
 TEST(Run, EvalResultsAndResumeAfterKill) {
   fs::path run = temp_dir("run");
   auto copy = [&](const std::string& from, const std::string& to) {

@@ -193,6 +193,29 @@ TEST(Sandbox, NothingOutsideScratchIsWritable) {
   EXPECT_NE(kbv::read_file(victims / "kbv.sqlite").text, store) << "the control: without the sandbox it writes";
 }
 
+// The fast build's wrapper and precompiled headers (DESIGN.md, "The compile step") are shared by
+// every candidate's build: read-only to the build and candidate workers, so that no candidate can
+// make another's build use its code.
+TEST(Sandbox, TheSharedBuildFilesAreReadOnlyToCandidates) {
+  fs::path dir = scratch("pch");
+  fs::path cache = dir / "cache";
+  Outcome strict = eval_attack("pch.py", "strict", dir, {{"KBV_CACHE_DIR", cache.string()}});
+  expect_contained(strict);
+  size_t wrappers = 0;
+  for (const auto& e : fs::recursive_directory_iterator(cache / "pch")) {
+    EXPECT_EQ(e.path().filename().string().find("evil"), std::string::npos) << e.path();
+    EXPECT_EQ(e.path().filename().string().find(".moved"), std::string::npos) << e.path();
+    if (e.path().filename() == "kbv-cxx") {
+      ++wrappers;
+      EXPECT_EQ(kbv::read_file(e.path()).text.find("evil"), std::string::npos) << e.path();
+    }
+  }
+  EXPECT_EQ(wrappers, 1u);
+
+  Outcome off = eval_attack("pch.py", "off", dir, {{"KBV_ATTACK_SAFE", "1"}, {"KBV_CACHE_DIR", cache.string()}});
+  expect_breached(off, "created " + (cache / "pch").string());
+}
+
 TEST(Sandbox, NoOtherProcessIsReadable) {
   fs::path dir = scratch("proc");
   Outcome strict = eval_attack("proc.py", "strict", dir, {});
