@@ -6,6 +6,8 @@
 #                  facts, the records, worker logs and dmesg
 #   timing-tests   the GPU timing tests (KBV_TIMING_FILTER, default TimingGpu.*: the L2 flush, the
 #                  launch hold, the side stream, skip-large, the honest record), their records kept
+#   attacks        issue 25's GPU attacks from the corpus (a rewritten event and host clock, work
+#                  skipped after the spot-checked calls), strict and lenient: all must be rejected
 #   tf32           bench/tf32.sh: FP32 and TF32 baselines through kbv's own engine
 #   clocks         the SM clock spread over honest timed runs (scripts/gpu/clock_spread.py)
 #   two-gpu        kbv eval --run over GPUs 0,1 against GPU 0 (scripts/gpu/two_gpu.py); prints
@@ -29,7 +31,7 @@ if [[ ${1:-} == wait ]]; then
   exec "$base/tree/scripts/gpu/device-verify.sh" wait "${2:-560}"
 fi
 stages=("$@")
-((${#stages[@]})) || stages=(build t17 timing-tests tf32 clocks two-gpu)
+((${#stages[@]})) || stages=(build t17 timing-tests attacks tf32 clocks two-gpu)
 # The stages run from a copy: a later call that sends the tree again cannot change them midway.
 rm -rf "$base/tree" && mkdir -p "$base/tree"
 tar cf - -C "$here" --anchored --exclude=./.git --exclude=./build --exclude='./build-*' . | tar xf - -C "$base/tree"

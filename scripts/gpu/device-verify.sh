@@ -11,6 +11,8 @@
 #   memory        bench/memory.sh (the measured memory table) with KBV_CUPTI_DEBUG=1
 #   memory-tests  the MemoryGpu.* tests, one at a time
 #   timing-tests  the TimingGpu.* tests, one at a time (KBV_TIMING_FILTER: another gtest filter)
+#   attacks       issue 25's GPU attack entries of the corpus (cuda_*plt_clock, cuda_*skip_after_checks),
+#                 one at a time (KBV_ATTACKS_FILTER: another gtest filter); all must be rejected
 #   t17           the T17 e2e tests on the CPU device and a plain CPU timing test, with the host's
 #                 facts, worker logs and dmesg (KBV_T17_FILTER: another gtest filter)
 #   clocks        the SM clock spread over honest timed runs (scripts/gpu/clock_spread.py)
@@ -134,6 +136,10 @@ stage() {
       grep -rh "kbv cupti:" "$cache" 2>/dev/null | sort | uniq -c | sort -rn | head -40 > "$dir/cupti-launches.txt" ;;
     memory-tests) gtest_one_by_one "$dir" 'MemoryGpu.*' ;;
     timing-tests) gtest_one_by_one "$dir" "${KBV_TIMING_FILTER:-TimingGpu.*}" ;;
+    attacks)
+      # Issue 25's GPU attacks from the corpus (a rewritten event/host clock, skipping work after the
+      # spot-checked calls), each under strict and lenient: all must be rejected.
+      gtest_one_by_one "$dir" "${KBV_ATTACKS_FILTER:-Examples/Corpus.VerdictAsExpected/cuda_*_plt_clock*:Examples/Corpus.VerdictAsExpected/cuda_*_skip_after_checks*}" ;;
     t17)
       # The T17 e2e tests (CPU device) and a plain CPU timing test, with the host's facts, the
       # records, the worker logs and the kernel's log around them.

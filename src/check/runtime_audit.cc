@@ -207,6 +207,25 @@ json cpu_compute(const json& observation) {
   return j;
 }
 
+std::string audit_undecided(const json& observation, const json& compute) {
+  if (!observation.is_object() || observation.value("method", "") != "cpu-sampling") return "";
+  if (std::string d = observation.value("disturbed", ""); !d.empty())
+    return "the audit's sampler was disturbed during the audited calls (" + d + ")";
+  const double cpu_ms = observation.value("cpu_ms", 0.0);
+  const int64_t fired = observation.value("fired", int64_t{-1});
+  if (fired >= 0 && cpu_ms >= 200.0 && static_cast<double>(fired) < kMinFiredPerCpuMs * cpu_ms)
+    return fmt::format("the audit's sampler fired {} times in {:.0f} ms of CPU time (at least {:.0f} expected): "
+                       "it was disarmed or blocked",
+                       fired, cpu_ms, kMinFiredPerCpuMs * cpu_ms);
+  // All samples, math included (an honest kernel spending its time in expf is not undecided).
+  const int64_t samples =
+      compute.is_object() ? compute.value("samples", int64_t{0}) + compute.value("math_samples", int64_t{0}) : 0;
+  if (samples < kMinComputeSamples)
+    return fmt::format("the audit took {} CPU samples of the candidate's calls, fewer than the {} that decide",
+                       samples, kMinComputeSamples);
+  return "";
+}
+
 json runtime_findings(const json& audit, const json& reference_aliases, const json& stale_check,
                       const json& compute) {
   json findings = json::array();

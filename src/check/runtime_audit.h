@@ -58,6 +58,17 @@ OwnSamples own_samples(const nlohmann::json& groups);
 // repeatedly: an honest 10% share stops after about 100 samples, a forwarding wrapper (no own
 // samples) after about 300; what stays undecided is decided on the point estimate at the budget.
 enum class ShareCall { undecided, above, below };
+
+// Why the CPU sampling audit could not decide no_custom_compute ("" when it could, or when it is
+// not a CPU sampling audit): the worker saw its sampler disturbed after a call (timer disarmed or
+// re-timed, handler replaced, SIGPROF blocked: `disturbed`), the timer fired far less often than
+// the CPU time spent allows (fewer than kMinFiredPerCpuMs per ms of CPU from 200 ms of CPU on:
+// at most one signal per kernel tick, 1-10 ms), or fewer than kMinComputeSamples samples (math
+// included).
+// `observation` is the worker's compute observation, `compute` the record's (cpu_compute).
+// Such an audit is re-run once; still undecided, it is never a pass (audit_undecided, T23).
+inline constexpr double kMinFiredPerCpuMs = 0.025;
+std::string audit_undecided(const nlohmann::json& observation, const nlohmann::json& compute);
 inline constexpr double kShareZ = 3.0;
 ShareCall call_own_share(int64_t own, int64_t counted, double min_share = kMinOwnShare);
 

@@ -38,7 +38,11 @@ const std::set<std::string> kTamperCalls = {
     "dup",   "dup2",   "dup3",     "pipe",   "pipe2", "ptrace", "process_vm_readv", "process_vm_writev",
     "prctl", "mprotect", "syscall", "dlsym", "kill",  "tgkill", "sigaction",        "signal",
     "write", "read",   "pread",    "pwrite", "close", "open",   "openat",           "fcntl",
-    "ioctl"};
+    "ioctl",
+    // The audit's profiling timer and the process's signal mask (T23: disarming or detecting the
+    // sampler), and walking the loaded modules to find a slot to rewrite (T22).
+    "setitimer", "getitimer", "timer_create", "timer_settime", "timer_gettime", "timer_delete",
+    "sigprocmask", "pthread_sigmask", "dl_iterate_phdr"};
 
 const std::set<std::string> kProcessCalls = {"fork", "vfork",  "system", "popen",  "posix_spawn", "posix_spawnp",
                                              "execv", "execve", "execvp", "execl", "execlp",      "execle"};

@@ -104,7 +104,7 @@ struct TimingProtocol {
   uint64_t max_set_bytes = 4ull << 30;               // fewer sets when K sets would exceed this
   uint64_t flush_bytes = 0;                          // 0: 2 x L2 (GPU) or 2 x L3 (CPU, at most 64 MiB), at least 32 MiB
   int spot_per_output = 2;                           // positions read per output per timed call
-  int spot_max_calls = 64;                           // timed calls whose outputs are spot-checked
+  int spot_max_calls = 0;                            // timed calls whose outputs are spot-checked (0: every one)
   int spot_draws = 16;                               // fresh: calls the reference recomputes (a secret choice)
   // GPU: microseconds the calling stream is held (a sleep kernel) before each sample's start event,
   // so the call's launch is queued when the interval begins (--launch-hold-us; 0: none; at most

@@ -142,6 +142,7 @@ KBV_FIELDS(TimeCandidateRequest) {
   v("fresh", m.fresh);
   v("spot_per_output", m.spot_per_output);
   v("spot_max_calls", m.spot_max_calls);
+  v("marks", m.marks);
 }
 KBV_FIELDS(TimeReply) {
   v("method", m.method);
@@ -172,6 +173,7 @@ KBV_FIELDS(TimeReply) {
   v("sets", m.sets);
   v("mode", m.mode);
   v("spot", m.spot);
+  v("discarded_at", m.discarded_at);
 }
 KBV_FIELDS(TimeDrawRequest) {
   v.required("fresh_seed", m.fresh_seed);
@@ -230,7 +232,10 @@ KBV_FIELDS(BuildRequest) {
   v("device", m.device);
 }
 KBV_FIELDS(BuildReply) { v("seconds", m.seconds); }
-KBV_FIELDS(DrawAsk) { v.required("index", m.index); }
+KBV_FIELDS(DrawAsk) {
+  v.required("index", m.index);
+  v.text_if_any("mark", m.mark);
+}
 #undef KBV_FIELDS
 
 // Writes a message's fields into a JSON object; absent optionals are left out.

@@ -182,7 +182,10 @@ struct TimeCandidateRequest {
   uint64_t spot_seed = 0;
   bool fresh = false;  // ask the supervisor for each call's draw (Op::draw)
   int spot_per_output = 2;
-  int spot_max_calls = 64;
+  int spot_max_calls = 0;  // 0: every timed call
+  // Mark every call's interval on the reply channel (DrawAsk::mark "start" just before it, "end"
+  // just after it): the supervisor's own clock between the two bounds the reported sample.
+  bool marks = false;
 };
 // Raw samples and what was seen while taking them (worker/timing.h TimingRun); the supervisor
 // computes the statistics.
@@ -206,6 +209,7 @@ struct TimeReply {
   std::optional<uint64_t> sets;       // else the number of input sets
   std::optional<std::string> mode;    // reference: the baseline's mode
   std::optional<nlohmann::json> spot; // candidate: spot entries {sample, set, output, index, value}
+  std::vector<int> discarded_at;      // the sample numbers of discarded_ms, in order (GPU throttling)
 };
 
 // Reference: fresh draw fresh_seed + index into the shared set-0 buffers.
@@ -296,6 +300,9 @@ struct ExitRequest { static constexpr Op op = Op::exit; };
 struct DrawAsk {
   static constexpr Op op = Op::draw;
   int64_t index = 0;  // required
+  // "": the draw of call `index`; "start" / "end": call `index`'s interval begins now / has
+  // just ended (TimeCandidateRequest::marks).
+  std::string mark;
 };
 
 // ---- conversions ---------------------------------------------------------------------------

@@ -37,24 +37,43 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   double scale_a = p.distributions.empty() ? 1.0 : p.distributions.back().scale;
   double scale_b = p.distributions.empty() ? 1.0 : p.distributions.front().scale;
   out.details["draws"] = {{"a_scale", scale_a}, {"b_scale", scale_b}};
-  msg::InputsRequest draw_a;
-  draw_a.seed = seed_a;
-  draw_a.scale = scale_a;
-  draw_a.input_draw = p.input_draw;
-  Reply a = ref.call(msg::to_json(draw_a), ms(options.timeouts.reference_s));
-  std::optional<msg::InputsReply> inputs_a = reply_as<msg::InputsReply>(a);
-  if (!inputs_a) return incomplete("the reference's audit draw failed", a);
-  json reference_aliases = inputs_a->output_aliases;
-  // The first phase makes several calls (sampling up to 5 s of wall time, threads watched 300 ms).
-  Reply first = cand.call(msg::to_json(msg::AuditRequest{"first", inputs_a->args, {}}),
-                          ms(options.timeouts.call_s * 2 + 10));
-  std::optional<msg::AuditReply> first_seen = reply_as<msg::AuditReply>(first);
-  ref.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
-  if (out_of_memory(first)) return incomplete("the audit's calls ran out of memory", first);
-  if (!first_seen) {
-    out.candidate_failure = first;
-    out.failure_context = "runtime audit (calls on fresh copies of a new draw)";
-    return out;
+  // The first phase on draw A; an audit that could not decide (too few samples, a disturbed
+  // sampler: check/runtime_audit.h audit_undecided) is run once more, then recorded as such.
+  json reference_aliases;
+  std::optional<msg::AuditReply> first_seen;
+  std::string undecided;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    msg::InputsRequest draw_a;
+    draw_a.seed = seed_a;
+    draw_a.scale = scale_a;
+    draw_a.input_draw = p.input_draw;
+    Reply a = ref.call(msg::to_json(draw_a), ms(options.timeouts.reference_s));
+    std::optional<msg::InputsReply> inputs_a = reply_as<msg::InputsReply>(a);
+    if (!inputs_a) return incomplete("the reference's audit draw failed", a);
+    reference_aliases = inputs_a->output_aliases;
+    // The first phase makes several calls (sampling up to 5 s of wall time, threads watched 300 ms).
+    Reply first = cand.call(msg::to_json(msg::AuditRequest{"first", inputs_a->args, {}}),
+                            ms(options.timeouts.call_s * 2 + 10));
+    first_seen = reply_as<msg::AuditReply>(first);
+    ref.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
+    if (out_of_memory(first)) return incomplete("the audit's calls ran out of memory", first);
+    if (!first_seen) {
+      out.candidate_failure = first;
+      out.failure_context = "runtime audit (calls on fresh copies of a new draw)";
+      return out;
+    }
+    const json obs = first_seen->observed.value("compute", json::object());
+    undecided = audit_undecided(obs, obs.value("method", "") == "cpu-sampling" ? cpu_compute(obs) : json());
+    if (undecided.empty()) break;
+    if (!out.details.contains("undecided_runs")) out.details["undecided_runs"] = json::array();
+    out.details["undecided_runs"].push_back(undecided);
+  }
+  if (!undecided.empty()) {
+    out.details["undecided"] = undecided;
+    out.findings.push_back(make_finding(
+        "audit_undecided", p.name == "kernelbench" ? "warn" : "reject",
+        undecided + ", twice: an audit that cannot decide is not a pass (what ran could not be attributed)",
+        "CPU sampling of the audited calls (audit.undecided)", "T23"));
   }
   // Draw B: A again on fresh poisoned buffers, then those buffers overwritten with B.
   msg::InputsRequest draw_b;

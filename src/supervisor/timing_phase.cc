@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "measure/call_bound.h"
 #include "store/sealed.h"
 #include "util/clock.h"
 #include "util/fs.h"
@@ -190,9 +191,9 @@ std::string timing_summary(const Record& record) {
 namespace {
 
 // Consistency of the spot entries with the timed calls the candidate reported: every entry names
-// its call's index (warm-up calls first: sample s is call warmup + s), and every call up to
-// spot_max_calls has entries. Empty when consistent, else what is wrong.
-std::string spot_entries_problem(const json& entries, int calls, int warmup, int max_calls) {
+// its call's index (warm-up calls first: sample s is call warmup + s), and each of the first
+// `want` timed calls has entries. Empty when consistent, else what is wrong.
+std::string spot_entries_problem(const json& entries, int calls, int warmup, int want) {
   std::set<int64_t> samples;
   for (const auto& e : entries) {
     if (!e.is_object() || !e.contains("sample") || !e["sample"].is_number_integer() || !e.contains("set") ||
@@ -205,10 +206,469 @@ std::string spot_entries_problem(const json& entries, int calls, int warmup, int
                          sample, set, warmup + sample);
     samples.insert(sample);
   }
-  const int want = std::min(calls, max_calls);
   if (static_cast<int>(samples.size()) < want)
     return fmt::format("spot entries cover {} of the first {} timed calls", samples.size(), want);
   return "";
+}
+
+// What the supervisor saw of the candidate's calls through the asks on its reply channel: for
+// every call (warm-up first) its draw (fresh inputs), then a start and an end mark around its
+// interval, in that order and no other. The window of a call is the supervisor's own clock from
+// its answer to the start mark to the end mark's arrival; a ping of the trusted reference
+// after each end mark gives the channel's round trip under the same load.
+struct CallLog {
+  std::optional<uint64_t> fresh_seed;
+  int64_t max_calls = 0;
+  int64_t draws = 0;      // draws served
+  int64_t calls = 0;      // calls whose end mark arrived
+  int phase = 0;          // what comes next for call `calls`: 0 its draw, 1 its start, 2 its end
+  std::vector<double> window_ms;  // per call index
+  std::vector<double> ping_ms;
+  Clock::time_point start_answered;
+  std::string draw_error, forged;
+};
+
+json forged_ask(CallLog& log, const json& ask) {
+  static const char* const kPhase[] = {"draw", "start mark", "end mark"};
+  if (log.forged.empty())
+    log.forged = fmt::format("the candidate worker sent {} when the supervisor expected the {} of call {} (at most "
+                             "{} calls)",
+                             ask.dump().substr(0, 120), kPhase[log.phase], log.calls, log.max_calls);
+  return msg::to_json(msg::Failure{"protocol_error", "timing asks come in call order: draw, start, end", ""});
+}
+
+json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const EvalOptions& options) {
+  const Clock::time_point arrived = Clock::now();
+  msg::DrawAsk a;
+  const bool parsed = msg::op_of(ask) == msg::Op::draw && msg::from_json(ask, a).empty();
+  const int got = !parsed ? -1 : a.mark.empty() ? 0 : a.mark == "start" ? 1 : a.mark == "end" ? 2 : -1;
+  if (got != log.phase || a.index != log.calls || log.calls >= log.max_calls) return forged_ask(log, ask);
+  if (got == 0) {
+    Reply d = reference.call(msg::to_json(msg::TimeDrawRequest{*log.fresh_seed, static_cast<uint64_t>(log.draws)}),
+                             ms(options.timeouts.reference_s));
+    if (!reply_as<msg::Done>(d)) {
+      if (log.draw_error.empty()) log.draw_error = fmt::format("fresh timing draw {}: {}", log.draws, reply_message(d));
+      return msg::to_json(msg::Failure{"problem_error", log.draw_error, ""});
+    }
+    ++log.draws;
+    log.phase = 1;
+    return msg::to_json(msg::Done{});
+  }
+  if (got == 1) {
+    log.phase = 2;
+    log.start_answered = Clock::now();
+    return msg::to_json(msg::Done{});
+  }
+  log.window_ms.push_back(std::chrono::duration<double, std::milli>(arrived - log.start_answered).count());
+  const Clock::time_point p0 = Clock::now();
+  if (reference.call(msg::to_json(msg::HelloRequest{}), ms(options.timeouts.reference_s)).status == Reply::Status::ok)
+    log.ping_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - p0).count());
+  ++log.calls;
+  log.phase = log.fresh_seed ? 0 : 1;
+  return msg::to_json(msg::Done{});
+}
+
+// The candidate's timed run as the supervisor saw it.
+struct CandidateRun {
+  Reply reply;
+  std::optional<msg::TimeReply> timed;
+  double supervisor_ms = 0;
+  double others = -1;  // cores other processes used meanwhile (-1: unknown: GPU, or /proc unreadable)
+  CallLog log;
+};
+
+CandidateRun run_candidate(const EvalOptions& options, const Environment& env, WorkerProcess& reference,
+                           WorkerProcess& candidate, const msg::TimeInputsReply& sets, SeedSource& spot_seeds) {
+  const TimingProtocol& tp = options.protocol.timing;
+  msg::TimeCandidateRequest req;
+  req.timing = rule_request(options);
+  req.sets = sets.sets;
+  req.spot_seed = spot_seeds.next();
+  CandidateRun run;
+  if (tp.fresh) {
+    // The candidate's calls on fresh draws of the problem's get_inputs(): before each call its
+    // worker asks for the next draw, which the reference makes into the shared set-0 buffers from
+    // a seed the candidate never sees; no draw runs in the candidate's process, so nothing it
+    // patched there sees one. The reference recomputes a secret subset for the spot checks.
+    run.log.fresh_seed = spot_seeds.next();
+    req.fresh = true;
+  }
+  req.spot_per_output = tp.spot_per_output;
+  req.spot_max_calls = tp.spot_max_calls;
+  req.marks = true;
+  run.log.phase = tp.fresh ? 0 : 1;
+  run.log.max_calls = int64_t{tp.rule.warmup} + tp.rule.max_samples + tp.rule.max_discards;
+  // On the CPU, what other processes ran meanwhile (the reference serving draws is ours).
+  std::optional<HostLoadProbe> load;
+  if (env.device != "cuda") load.emplace(std::vector<int>{reference.pid(), candidate.pid()});
+  const auto t0 = Clock::now();
+  run.reply = candidate.call(msg::to_json(req), timing_timeout(options),
+                             [&](const json& ask) { return serve_ask(run.log, ask, reference, options); });
+  run.supervisor_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  run.timed = reply_as<msg::TimeReply>(run.reply);
+  if (load)
+    if (std::optional<double> others = load->other_cores()) run.others = *others;
+  return run;
+}
+
+// Empty when the run can be judged; else why not, with the finding it earned in the record.
+std::string run_failure(Record& record, const CandidateRun& run, const std::string& reject) {
+  // The reference failing to draw is the problem's (or kbv's) failure, not the candidate's.
+  if (!run.log.draw_error.empty()) return run.log.draw_error;
+  if (!run.log.forged.empty()) {
+    record.findings.push_back(make_finding("timing_mismatch", reject, run.log.forged + ": the timing channel was tampered with",
+                                         "timing asks on the reply channel", "T14"));
+    reject_on_findings(record);
+    return run.log.forged;
+  }
+  if (!run.timed && run.reply.status == Reply::Status::ok) {
+    // An "ok" reply that does not parse comes from hostile code writing on the channel (T14).
+    std::string why = reply_message(run.reply);
+    record.findings.push_back(make_finding("timing_mismatch", reject,
+                                           "the candidate worker's timing reply is malformed (" + why +
+                                               "): the reporting channel was tampered with",
+                                           "timing reply", "T14"));
+    reject_on_findings(record);
+    return "malformed timing reply: " + why;
+  }
+  if (!run.timed) {
+    std::string message = "while timing the candidate: " + reply_message(run.reply);
+    fail_timing(record, worker_failure(run.reply), message);
+    return message;
+  }
+  return "";
+}
+
+// The calls the candidate reports against the asks the supervisor served (T14), and the samples'
+// sum against the supervisor's clock around the whole request (T4).
+void check_call_counts(Record& record, json& timing, const CandidateRun& run, const Stats& cs, const TimingProtocol& tp,
+                       const std::string& reject) {
+  const int64_t reported = int64_t{tp.rule.warmup} + cs.samples + cs.discarded;
+  const bool fresh = run.log.fresh_seed.has_value();
+  if (fresh && run.log.draws != reported)
+    record.findings.push_back(make_finding(
+        "timing_mismatch", reject,
+        fmt::format("the candidate worker reported {} warm-up and timed calls but asked for {} fresh draws: the "
+                    "reported calls are forged",
+                    reported, run.log.draws),
+        "timing.draws", "T14"));
+  else if (run.log.calls != reported)
+    record.findings.push_back(make_finding(
+        "timing_mismatch", reject,
+        fmt::format("the candidate worker reported {} warm-up and timed calls but marked {}: the reported calls are "
+                    "forged",
+                    reported, run.log.calls),
+        "timing.call_bound", "T14"));
+  if (fresh) timing["draws"] = run.log.draws;
+  // The samples cannot add up to more than the supervisor saw the whole request take.
+  const msg::TimeReply& cr = *run.timed;
+  const double reported_ms = sum_of(cr.samples_ms) + sum_of(cr.discarded_ms);
+  const bool wall_ok = reported_ms <= run.supervisor_ms && cs.samples > 0;
+  timing["wall_check"] = {{"supervisor_ms", run.supervisor_ms}, {"reported_sum_ms", reported_ms}, {"ok", wall_ok}};
+  if (!wall_ok)
+    record.findings.push_back(make_finding(
+        "timing_mismatch", reject,
+        cs.samples == 0 ? "the candidate worker reported no timing samples"
+                        : fmt::format("the candidate worker reported samples adding up to {:.3f} ms, but the whole "
+                                      "timing request took {:.3f} ms by the supervisor's clock: the reported times "
+                                      "are forged",
+                                      reported_ms, run.supervisor_ms),
+        "timing.wall_check", "T4"));
+}
+
+// Every sample against its call's outside window (measure/call_bound.h, T22).
+void check_call_bound(Record& record, json& timing, const CandidateRun& run, const TimingProtocol& tp, bool cuda,
+                      const std::string& reject) {
+  const msg::TimeReply& cr = *run.timed;
+  std::optional<std::vector<double>> samples = samples_in_order(cr.samples_ms, cr.discarded_ms, cr.discarded_at);
+  if (!samples) {
+    record.findings.push_back(make_finding("timing_mismatch", reject,
+                                           fmt::format("the candidate worker named {} discarded samples at {} places: "
+                                                       "the reply is forged",
+                                                       cr.discarded_ms.size(), cr.discarded_at.size()),
+                                           "timing.discarded_at", "T14"));
+    return;
+  }
+  std::vector<double> windows(samples->size(), -1.0);
+  for (size_t s = 0; s < windows.size(); ++s)
+    if (const size_t call = static_cast<size_t>(tp.rule.warmup) + s; call < run.log.window_ms.size())
+      windows[s] = run.log.window_ms[call];
+  // GPU: the launch hold runs inside every window and outside every sample (its length in SM
+  // cycles at the warm-up's clock: 10% over the protocol's microseconds covers a slower clock).
+  const double held_ms = cuda ? 1.1 * tp.launch_hold_us / 1000.0 : 0.0;
+  const CallBound b = bound_calls(*samples, windows, run.log.ping_ms, held_ms);
+  timing["call_bound"] = b.to_json();
+  if (b.ok) return;
+  record.findings.push_back(make_finding(
+      "timing_mismatch", reject,
+      fmt::format("{} of {} timed calls reported a sample shorter than the supervisor's own clock allows (the time "
+                  "between the call's start and end marks less {:.3f} ms for the round trip): e.g. sample {} "
+                  "reported {:.4f} ms where the supervisor saw {:.4f} ms; the worker's clock was rewritten or the "
+                  "samples are forged",
+                  b.short_calls, b.checked, b.allowance_ms, b.worst_sample, b.worst_sample_ms, b.worst_window_ms),
+      "timing.call_bound", "T22"));
+}
+
+void note_event_mismatches(Record& record, json& timing, const msg::TimeReply& cr, const Stats& cs) {
+  timing["events_host_disagreed"] = cr.mismatches;
+  if (cr.mismatches > 0)
+    record.findings.push_back(make_finding(
+        "timing_mismatch", "warn",
+        fmt::format("in {} of {} timed calls the device finished up to {:.3f} ms after the events on the calling "
+                    "stream said (work on another stream or thread); the host clock around a full device "
+                    "synchronisation was used for those",
+                    cr.mismatches, cs.samples + cs.discarded, cr.max_mismatch_ms),
+        "cuda events vs host clock", "T1"));
+}
+
+// Of the calls the entries name, the secret subset the reference recomputes (chosen now, after
+// the calls: the candidate cannot know which while it runs).
+json choose_recomputed(const json& entries, int spot_draws, SeedSource& spot_seeds, int& calls_named, int& chosen_n) {
+  std::vector<int64_t> calls;
+  for (const auto& e : entries)
+    if (std::optional<int64_t> call = entry_call(e)) calls.push_back(*call);
+  std::sort(calls.begin(), calls.end());
+  calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
+  calls_named = static_cast<int>(calls.size());
+  std::mt19937_64 pick(spot_seeds.next());
+  std::shuffle(calls.begin(), calls.end(), pick);
+  if (static_cast<int>(calls.size()) > spot_draws) calls.resize(static_cast<size_t>(std::max(spot_draws, 0)));
+  std::set<int64_t> chosen(calls.begin(), calls.end());
+  chosen_n = static_cast<int>(chosen.size());
+  json subset = json::array();
+  for (const auto& e : entries) {
+    std::optional<int64_t> call = entry_call(e);
+    if (!call || chosen.count(*call)) subset.push_back(e);  // malformed entries are passed on, to fail there
+  }
+  return subset;
+}
+
+// Spot checks of the timed calls' outputs, judged by the reference on its expected outputs (fresh
+// draws: on its recomputation of a secret choice of spot_draws calls).
+void spot_check_calls(Record& record, json& timing, const CandidateRun& run, const Stats& cs, const EvalOptions& options,
+                      WorkerProcess& reference, SeedSource& spot_seeds, const std::string& reject) {
+  const TimingProtocol& tp = options.protocol.timing;
+  const json entries = run.timed->spot.value_or(json::array());
+  msg::SpotCheckRequest sc_req;
+  sc_req.entries = entries;
+  sc_req.atol = options.protocol.atol;
+  sc_req.rtol = options.protocol.rtol;
+  int spot_calls = 0, spot_calls_checked = 0;
+  const std::optional<uint64_t> fresh_seed = run.log.fresh_seed;
+  if (fresh_seed) {
+    sc_req.entries = choose_recomputed(entries, tp.spot_draws, spot_seeds, spot_calls, spot_calls_checked);
+    sc_req.fresh_seed = *fresh_seed;
+  }
+  Reply sc = reference.call(msg::to_json(sc_req), ms(options.timeouts.reference_s * (fresh_seed ? 1 + tp.spot_draws : 1)));
+  std::optional<msg::SpotCheckReply> spot = reply_as<msg::SpotCheckReply>(sc);
+  // Outputs with no elements have no positions to check.
+  const bool has_elements = !spot || spot->expected_numel > 0;
+  // The warm-up count is the supervisor's own rule, not what the candidate's worker says it did.
+  // Every timed call has entries (spot_max_calls 0, the default), or the first spot_max_calls.
+  const int calls = cs.samples + cs.discarded;
+  const int want = !has_elements ? 0 : tp.spot_max_calls > 0 ? std::min(calls, tp.spot_max_calls) : calls;
+  const std::string inconsistent = spot_entries_problem(entries, calls, tp.rule.warmup, want);
+  if (!inconsistent.empty())
+    record.findings.push_back(make_finding("spot_check_failed", reject,
+                                         "the candidate worker's spot checks do not match its timed calls: " +
+                                             inconsistent,
+                                         "outputs of timed calls", "T5"));
+  if (!spot) {
+    timing["spot_checks"] = {{"error", reply_message(sc)}};
+    return;
+  }
+  timing["spot_checks"] = {{"checked", spot->checked}, {"failed", spot->failed}};
+  if (fresh_seed) {
+    timing["spot_checks"]["calls"] = spot_calls;
+    timing["spot_checks"]["calls_recomputed"] = spot_calls_checked;
+  }
+  if (spot->failed > 0)
+    record.findings.push_back(make_finding("spot_check_failed", reject,
+                                         fmt::format("{} of {} spot-checked values of timed calls were wrong: {}",
+                                                     spot->failed, spot->checked, spot->first_failure),
+                                         "outputs of timed calls", "T5"));
+  else if (entries.empty() && spot->expected_numel > 0)
+    record.findings.push_back(make_finding("spot_check_failed", reject,
+                                         "the candidate worker reported no output values of its timed calls",
+                                         "outputs of timed calls", "T5"));
+}
+
+// The candidate's part is over. Its worker and everything in its process group go before the
+// baselines and the device calibration are timed (T17): a thread, process or kernel it left
+// running would slow the denominator, and a cached baseline every later evaluation of the problem.
+void stop_candidate(Record& record, WorkerProcess& candidate) {
+  candidate.stop();
+  if (candidate.strays().empty()) return;
+  std::string list;
+  for (const Stray& s : candidate.strays())
+    list += fmt::format("{}pid {} ({})", list.empty() ? "" : ", ", s.pid, s.command.empty() ? "?" : s.command);
+  record.findings.push_back(make_finding(
+      "process_left_running", "warn",
+      fmt::format("the candidate left {} process(es) running outside its worker's process group: {}; kbv killed "
+                  "them before timing the baselines",
+                  candidate.strays().size(), list),
+      "processes adopted by kbv when the candidate's worker stopped", "T17"));
+}
+
+// T21: the reference's threads scheduled as kbv's own (affinity, nice, policy) before they time
+// the baselines; what a candidate changed is set back and said. False: something could not be set
+// back, and the baselines it times are not cached.
+bool restore_reference(Record& record, WorkerProcess& reference) {
+  std::vector<SchedulingDrift> drift = restore_scheduling(reference.pid());
+  if (drift.empty()) return true;
+  bool restored = true;
+  std::string list;
+  for (const SchedulingDrift& d : drift) {
+    list += fmt::format("{}thread {} {}", list.empty() ? "" : "; ", d.tid, d.what);
+    if (!d.restored) list += " (not set back: " + d.error + ")";
+    restored = restored && d.restored;
+  }
+  record.findings.push_back(make_finding(
+      "reference_disturbed", "warn",
+      fmt::format("the reference worker's scheduling was changed while the candidate ran: {}; {}", list,
+                  restored ? "set back before the baselines were timed"
+                           : "could not be set back, so this record's baselines are not cached"),
+      "/proc/<reference>/task/*: affinity, nice and policy against kbv's own", "T21"));
+  return restored;
+}
+
+// T20: cached figures that failed their seal, measured again; one warning for them all.
+void note_cache_refused(Record& record, const std::vector<std::string>& refused) {
+  if (refused.empty()) return;
+  std::string what;
+  for (const auto& entry : refused) what += (what.empty() ? "" : "; ") + entry;
+  record.findings.push_back(make_finding(
+      "cache_entry_refused", "warn",
+      "cached figures failed their seal check and were measured again (something other than kbv wrote them): " + what,
+      "sealed cache entries (CACHE/.seal-key)", "T20"));
+}
+
+// Baselines, cached per problem content, device, versions and protocol (`cacheable`: the reference
+// is as kbv spawned it). A cache entry refused is added to `cache_refused`.
+void time_baselines(json& timing, const Pair& pair, const EvalOptions& options, const Environment& env,
+                    WorkerProcess& reference, const Stats& cs, bool cacheable, std::vector<std::string>& cache_refused) {
+  FileText problem_text = pair.problem_text ? *pair.problem_text : read_file(pair.problem_path);
+  json baselines = json::object(), speedup = json::object(), baseline_errors = json::object();
+  std::string error;
+  for (const auto& mode : options.protocol.timing.baselines) {
+    std::string key = baseline_key(problem_text.ok ? problem_text.text : pair.problem_path.string(), options, env, mode);
+    std::string refused;
+    std::optional<json> entry = load_baseline(options, key, &refused);
+    if (!refused.empty()) cache_refused.push_back(fmt::format("the {} baseline: {}", mode, refused));
+    bool cached = entry.has_value();
+    if (!entry) {
+      entry = measure_baseline(reference, options, mode, env.device != "cuda", error);
+      if (entry) {
+        (*entry)["level"] = pair.level;
+        (*entry)["problem_file"] = pair.problem_path.filename().string();
+        (*entry)["device_name"] = env.device_name;
+        (*entry)["torch_version"] = env.torch_version;
+        if (cacheable && baseline_cacheable(*entry)) save_baseline(options, key, *entry);
+      }
+    }
+    if (!entry) {
+      baseline_errors[mode] = error;
+      continue;
+    }
+    json st = (*entry)["stats"];
+    st["cached"] = cached;
+    baselines[mode] = st;
+    const double bm = st.value("median_ms", 0.0);
+    if (bm > 0 && cs.median_ms > 0) speedup[mode] = bm / cs.median_ms;
+  }
+  timing["baselines"] = baselines;
+  timing["speedup"] = speedup;
+  if (!baseline_errors.empty()) timing["baseline_errors"] = baseline_errors;
+}
+
+// CPU: other processes holding a core slow every parallel region (util/host_load.h). Said, and
+// such a baseline was not cached.
+void note_host_busy(Record& record, const json& timing, double candidate_others) {
+  std::vector<std::string> busy;
+  const double busy_cores = host_busy_cores();
+  if (candidate_others >= busy_cores)
+    busy.push_back(fmt::format("{:.2f} while the candidate was timed", candidate_others));
+  for (const auto& [mode, st] : timing["baselines"].items())
+    if (!st.value("cached", false) && st.value("host_other_cores", 0.0) >= busy_cores)
+      busy.push_back(fmt::format("{:.2f} during the {} baseline (not cached)", st.value("host_other_cores", 0.0), mode));
+  if (busy.empty()) return;
+  std::string what;
+  for (const auto& b : busy) what += (what.empty() ? "" : ", ") + b;
+  record.findings.push_back(make_finding(
+      "timing_host_busy", "warn",
+      fmt::format("other processes used CPU cores meanwhile ({}; the line is {:.2f}): ATen's threads wait for "
+                  "a busy core, so these CPU times can be many times too slow; time again on an idle host "
+                  "(docs/TIMING.md)",
+                  what, busy_cores),
+      "host CPU time from /proc/stat less kbv's own processes", ""));  // not a cheat: the host
+}
+
+// The physical floor: inputs read once, outputs written once, at the measured copy bandwidth.
+void check_floor(Record& record, json& timing, const msg::TimeInputsReply& sets, const Stats& cs,
+                 const EvalOptions& options, const Environment& env, WorkerProcess& reference,
+                 const std::string& reject, std::vector<std::string>& cache_refused) {
+  const uint64_t bytes = sets.input_bytes + sets.output_bytes;
+  timing["bytes"] = bytes;
+  std::string error;
+  std::optional<json> cal = device_calibration(reference, options, env, error);
+  if (cal && cal->contains("cache_refused"))
+    cache_refused.push_back("the device calibration: " + (*cal)["cache_refused"].get<std::string>());
+  if (!cal) {
+    timing["floor_error"] = error;
+    return;
+  }
+  const double bw = cal->value("bandwidth_bytes_per_s", 0.0);
+  const double fl = floor_ms(bytes, bw);
+  timing["bandwidth_bytes_per_s"] = bw;
+  timing["floor_ms"] = fl;
+  if (cs.median_ms > 0) timing["speed_of_light"] = fl / cs.median_ms;
+  if (fl > 0 && cs.median_ms > 0 && cs.median_ms < kFloorMargin * fl)
+    record.findings.push_back(make_finding(
+        "impossible_speed", reject,
+        fmt::format("median time {:.4f} ms is below {:.0f}% of the physical floor {:.4f} ms ({} bytes of inputs and "
+                    "outputs at the measured copy bandwidth of {:.1f} GB/s): the work cannot have been done",
+                    cs.median_ms, 100 * kFloorMargin, fl, bytes, bw / 1e9),
+        "timing.floor_ms", "T15"));
+}
+
+// How sampling went, the clock, the flush and the hold, from the candidate's reply.
+void describe_run(json& timing, const msg::TimeReply& cr) {
+  if (cr.inputs.value_or("") == "fresh")
+    timing["inputs"] = "fresh";
+  else
+    timing["input_sets"] = cr.sets.value_or(0);
+  timing["stop"] = cr.stop;
+  timing["sampling_s"] = cr.sampling_s;
+  timing["clock"] = {{"source", cr.clock_source},
+                     {"expected_sm_mhz", cr.expected_mhz},
+                     {"sm_mhz_min", cr.sm_mhz_min},
+                     {"sm_mhz_max", cr.sm_mhz_max},
+                     {"mem_mhz_min", cr.mem_mhz_min},
+                     {"mem_mhz_max", cr.mem_mhz_max},
+                     {"reasons_seen", cr.clock_reasons_seen},
+                     {"throttled_kept", cr.throttled_kept}};
+  timing["flush_bytes"] = cr.flush_bytes;
+  if (const double us = cr.launch_hold_us; us > 0)
+    timing["launch_hold"] = {{"us", us}, {"held_ms", cr.launch_hold_held_ms}, {"late", cr.launch_hold_late}};
+  timing["sync_overhead_ms"] = cr.sync_overhead_ms;
+}
+
+void set_runtime(Record& record, const Stats& cs, const Environment& env) {
+  if (cs.samples <= 0) return;
+  record.runtime = cs.median_ms;
+  record.runtime_stats = {{"mean", cs.mean_ms},
+                          {"std", cs.std_ms},
+                          {"min", cs.min_ms},
+                          {"max", cs.max_ms},
+                          {"median", cs.median_ms},
+                          {"num_trials", cs.samples},
+                          {"hardware", env.device_name},
+                          {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
+}
+
+void release_both(const EvalOptions& options, WorkerProcess& reference, WorkerProcess* candidate) {
+  reference.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.reference_s));
+  if (candidate) candidate->call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.call_s));
 }
 
 }  // namespace
@@ -229,355 +689,48 @@ void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, 
                                              "): the reporting channel was tampered with",
                                          "timing reply", "T14"));
     reject_on_findings(record);
-    reference.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.reference_s));
-    candidate.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.call_s));
+    release_both(options, reference, &candidate);
   }
 }
 
 void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                           WorkerProcess& reference, WorkerProcess& candidate) {
-  const TimingProtocol& tp = options.protocol.timing;
   // --protocol kernelbench reproduces upstream, which has none of these checks: they only warn.
   const std::string reject = options.protocol.name == "kernelbench" ? "warn" : "reject";
   json timing = json::object();
   auto give_up = [&](const std::string& why) {
     timing["error"] = why;
     record.timing = timing_from_json(timing);
-    reference.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.reference_s));
-    candidate.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.call_s));
+    release_both(options, reference, &candidate);
   };
   std::string error;
   std::optional<msg::TimeInputsReply> sets = draw_timing_inputs(reference, options, error);
   if (!sets) return give_up(error);
   if (interrupted()) return give_up("interrupted");
-
-  // The candidate, with the supervisor's own clock around the whole request.
   SeedSource spot_seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ 0x73706f74ULL)
                                               : std::nullopt);
-  msg::TimeCandidateRequest req;
-  req.timing = rule_request(options);
-  req.sets = sets->sets;
-  req.spot_seed = spot_seeds.next();
-  std::optional<uint64_t> fresh_seed;
-  if (tp.fresh) {
-    // The candidate's calls on fresh draws of the problem's get_inputs(): before each call its
-    // worker asks for the next draw, which the reference makes into the shared set-0 buffers from
-    // a seed the candidate never sees; no draw runs in the candidate's process, so nothing it
-    // patched there sees one. The reference recomputes a secret subset for the spot checks.
-    fresh_seed = spot_seeds.next();
-    req.fresh = true;
-  }
-  req.spot_per_output = tp.spot_per_output;
-  req.spot_max_calls = tp.spot_max_calls;
-  // Draws in call order only, at most one per call the rule allows: an ask out of order or
-  // beyond that comes from a tampered worker.
-  const int64_t max_draws = int64_t{tp.rule.warmup} + tp.rule.max_samples + tp.rule.max_discards;
-  int64_t draws = 0;
-  std::string draw_error, draw_forged;
-  auto serve_draw = [&](const json& ask) -> json {
-    msg::DrawAsk draw;
-    const bool is_draw = msg::op_of(ask) == msg::Op::draw && msg::from_json(ask, draw).empty();
-    const bool in_order = is_draw && draw.index == draws && draws < max_draws;
-    if (!fresh_seed || !is_draw || !in_order) {
-      if (draw_forged.empty())
-        draw_forged = fmt::format("the candidate worker asked for {} when the next draw was {} (at most {})",
-                                  ask.dump().substr(0, 120), draws, max_draws);
-      return msg::to_json(msg::Failure{"protocol_error", "fresh draws come in call order", ""});
-    }
-    Reply d = reference.call(msg::to_json(msg::TimeDrawRequest{*fresh_seed, static_cast<uint64_t>(draws)}),
-                             ms(options.timeouts.reference_s));
-    if (!reply_as<msg::Done>(d)) {
-      if (draw_error.empty()) draw_error = fmt::format("fresh timing draw {}: {}", draws, reply_message(d));
-      return msg::to_json(msg::Failure{"problem_error", draw_error, ""});
-    }
-    ++draws;
-    return msg::to_json(msg::Done{});
-  };
-  // On the CPU, what other processes ran meanwhile (the reference serving draws is ours).
-  std::optional<HostLoadProbe> load;
-  if (env.device != "cuda") load.emplace(std::vector<int>{reference.pid(), candidate.pid()});
-  auto t0 = Clock::now();
-  Reply c = candidate.call(msg::to_json(req), timing_timeout(options), serve_draw);
-  const bool arrived_ok = c.status == Reply::Status::ok;
-  std::optional<msg::TimeReply> timed = reply_as<msg::TimeReply>(c);
-  double candidate_others = -1;  // unknown (GPU, or /proc unreadable)
-  if (load)
-    if (std::optional<double> others = load->other_cores()) candidate_others = *others;
-  const double supervisor_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  // The reference failing to draw is the problem's (or kbv's) failure, not the candidate's.
-  if (!draw_error.empty()) return give_up(draw_error);
-  if (!draw_forged.empty()) {
-    record.findings.push_back(make_finding("timing_mismatch", reject, draw_forged + ": the timing channel was tampered with",
-                                         "fresh timing draws", "T14"));
-    reject_on_findings(record);
-    return give_up(draw_forged);
-  }
-  if (!timed && arrived_ok) {
-    // An "ok" reply that does not parse comes from hostile code writing on the channel (T14).
-    std::string why = reply_message(c);
-    record.findings.push_back(make_finding("timing_mismatch", reject,
-                                           "the candidate worker's timing reply is malformed (" + why +
-                                               "): the reporting channel was tampered with",
-                                           "timing reply", "T14"));
-    reject_on_findings(record);
-    return give_up("malformed timing reply: " + why);
-  }
-  if (!timed) {
-    std::string message = "while timing the candidate: " + reply_message(c);
-    fail_timing(record, worker_failure(c), message);
-    return give_up(message);
-  }
-  const msg::TimeReply& cr = *timed;
-  Stats cs = stats_of_reply(cr);
+  CandidateRun run = run_candidate(options, env, reference, candidate, *sets, spot_seeds);
+  if (std::string why = run_failure(record, run, reject); !why.empty()) return give_up(why);
+  const msg::TimeReply& cr = *run.timed;
+  const Stats cs = stats_of_reply(cr);
   timing["method"] = cr.method;
   timing["candidate"] = cs.to_json();
-  if (candidate_others >= 0) timing["candidate"]["host_other_cores"] = std::round(candidate_others * 100) / 100;
-  if (fresh_seed && draws != int64_t{tp.rule.warmup} + cs.samples + cs.discarded)
-    record.findings.push_back(make_finding(
-        "timing_mismatch", reject,
-        fmt::format("the candidate worker reported {} warm-up and timed calls but asked for {} fresh draws: the "
-                    "reported calls are forged",
-                    tp.rule.warmup + cs.samples + cs.discarded, draws),
-        "timing.draws", "T14"));
-  if (fresh_seed) timing["draws"] = draws;
-
-  // Wall check: the samples the candidate's process reports cannot add up to more than the
-  // supervisor saw the whole request take (T4: a patched or forged timer).
-  const double reported_ms = sum_of(cr.samples_ms) + sum_of(cr.discarded_ms);
-  const bool wall_ok = reported_ms <= supervisor_ms && cs.samples > 0;
-  timing["wall_check"] = {{"supervisor_ms", supervisor_ms}, {"reported_sum_ms", reported_ms}, {"ok", wall_ok}};
-  if (!wall_ok)
-    record.findings.push_back(make_finding(
-        "timing_mismatch", reject,
-        cs.samples == 0 ? "the candidate worker reported no timing samples"
-                        : fmt::format("the candidate worker reported samples adding up to {:.3f} ms, but the whole "
-                                      "timing request took {:.3f} ms by the supervisor's clock: the reported times "
-                                      "are forged",
-                                      reported_ms, supervisor_ms),
-        "timing.wall_check", "T4"));
-  const int mismatches = cr.mismatches;
-  timing["events_host_disagreed"] = mismatches;
-  if (mismatches > 0)
-    record.findings.push_back(make_finding(
-        "timing_mismatch", "warn",
-        fmt::format("in {} of {} timed calls the device finished up to {:.3f} ms after the events on the calling "
-                    "stream said (work on another stream or thread); the host clock around a full device "
-                    "synchronisation was used for those",
-                    mismatches, cs.samples + cs.discarded, cr.max_mismatch_ms),
-        "cuda events vs host clock", "T1"));
-
-  // Spot checks of the timed calls' outputs, judged by the reference on its expected outputs (fresh
-  // draws: on its recomputation of a secret choice of spot_draws calls, chosen now, after the calls).
-  const json entries = cr.spot.value_or(json::array());
-  msg::SpotCheckRequest sc_req;
-  sc_req.entries = entries;
-  sc_req.atol = options.protocol.atol;
-  sc_req.rtol = options.protocol.rtol;
-  int spot_calls = 0, spot_calls_checked = 0;
-  if (fresh_seed) {
-    std::vector<int64_t> calls;
-    for (const auto& e : entries)
-      if (std::optional<int64_t> call = entry_call(e)) calls.push_back(*call);
-    std::sort(calls.begin(), calls.end());
-    calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
-    spot_calls = static_cast<int>(calls.size());
-    std::mt19937_64 pick(spot_seeds.next());
-    std::shuffle(calls.begin(), calls.end(), pick);
-    if (static_cast<int>(calls.size()) > tp.spot_draws) calls.resize(static_cast<size_t>(std::max(tp.spot_draws, 0)));
-    std::set<int64_t> chosen(calls.begin(), calls.end());
-    spot_calls_checked = static_cast<int>(chosen.size());
-    json subset = json::array();
-    for (const auto& e : entries) {
-      std::optional<int64_t> call = entry_call(e);
-      if (!call || chosen.count(*call)) subset.push_back(e);  // malformed entries are passed on, to fail there
-    }
-    sc_req.entries = subset;
-    sc_req.fresh_seed = *fresh_seed;
-  }
-  Reply sc = reference.call(msg::to_json(sc_req), ms(options.timeouts.reference_s * (fresh_seed ? 1 + tp.spot_draws : 1)));
-  std::optional<msg::SpotCheckReply> spot = reply_as<msg::SpotCheckReply>(sc);
-  // Outputs with no elements have no positions to check.
-  const bool has_elements = !spot || spot->expected_numel > 0;
-  // The warm-up count is the supervisor's own rule, not what the candidate's worker says it did.
-  const std::string inconsistent = spot_entries_problem(entries, cs.samples + cs.discarded, tp.rule.warmup,
-                                                        has_elements ? tp.spot_max_calls : 0);
-  if (!inconsistent.empty())
-    record.findings.push_back(make_finding("spot_check_failed", reject,
-                                         "the candidate worker's spot checks do not match its timed calls: " +
-                                             inconsistent,
-                                         "outputs of timed calls", "T5"));
-  if (spot) {
-    timing["spot_checks"] = {{"checked", spot->checked}, {"failed", spot->failed}};
-    if (fresh_seed) {
-      timing["spot_checks"]["calls"] = spot_calls;
-      timing["spot_checks"]["calls_recomputed"] = spot_calls_checked;
-    }
-    if (spot->failed > 0)
-      record.findings.push_back(make_finding("spot_check_failed", reject,
-                                           fmt::format("{} of {} spot-checked values of timed calls were wrong: {}",
-                                                       spot->failed, spot->checked, spot->first_failure),
-                                           "outputs of timed calls", "T5"));
-    else if (entries.empty() && spot->expected_numel > 0)
-      record.findings.push_back(make_finding("spot_check_failed", reject,
-                                           "the candidate worker reported no output values of its timed calls",
-                                           "outputs of timed calls", "T5"));
-  } else {
-    timing["spot_checks"] = {{"error", reply_message(sc)}};
-  }
-
-  // The candidate's part is over. Its worker and everything in its process group go before the
-  // baselines and the device calibration are timed (T17): a thread, process or kernel it left
-  // running would slow the denominator, and a cached baseline every later evaluation of the problem.
-  candidate.stop();
-  if (!candidate.strays().empty()) {
-    std::string list;
-    for (const Stray& s : candidate.strays())
-      list += fmt::format("{}pid {} ({})", list.empty() ? "" : ", ", s.pid, s.command.empty() ? "?" : s.command);
-    record.findings.push_back(make_finding(
-        "process_left_running", "warn",
-        fmt::format("the candidate left {} process(es) running outside its worker's process group: {}; kbv killed "
-                    "them before timing the baselines",
-                    candidate.strays().size(), list),
-        "processes adopted by kbv when the candidate's worker stopped", "T17"));
-  }
-
-  // T21: the reference's threads scheduled as kbv's own (affinity, nice, policy) before they time
-  // the baselines; what a candidate changed is set back and said. Not set back: not cached.
-  bool reference_as_spawned = true;
-  if (std::vector<SchedulingDrift> drift = restore_scheduling(reference.pid()); !drift.empty()) {
-    std::string list;
-    for (const SchedulingDrift& d : drift) {
-      list += fmt::format("{}thread {} {}", list.empty() ? "" : "; ", d.tid, d.what);
-      if (!d.restored) list += " (not set back: " + d.error + ")";
-      reference_as_spawned = reference_as_spawned && d.restored;
-    }
-    record.findings.push_back(make_finding(
-        "reference_disturbed", "warn",
-        fmt::format("the reference worker's scheduling was changed while the candidate ran: {}; {}", list,
-                    reference_as_spawned ? "set back before the baselines were timed"
-                                         : "could not be set back, so this record's baselines are not cached"),
-        "/proc/<reference>/task/*: affinity, nice and policy against kbv's own", "T21"));
-  }
-
-  // Baselines, cached per problem content, device, versions and protocol.
-  FileText problem_text = read_file(pair.problem_path);
-  json baselines = json::object(), speedup = json::object(), baseline_errors = json::object();
-  std::vector<std::string> cache_refused;  // cache entries that failed their seal (T20)
-  for (const auto& mode : tp.baselines) {
-    std::string key = baseline_key(problem_text.ok ? problem_text.text : pair.problem_path.string(), options, env, mode);
-    std::string refused;
-    std::optional<json> entry = load_baseline(options, key, &refused);
-    if (!refused.empty()) cache_refused.push_back(fmt::format("the {} baseline: {}", mode, refused));
-    bool cached = entry.has_value();
-    if (!entry) {
-      entry = measure_baseline(reference, options, mode, env.device != "cuda", error);
-      if (entry) {
-        (*entry)["level"] = pair.level;
-        (*entry)["problem_file"] = pair.problem_path.filename().string();
-        (*entry)["device_name"] = env.device_name;
-        (*entry)["torch_version"] = env.torch_version;
-        if (reference_as_spawned && baseline_cacheable(*entry)) save_baseline(options, key, *entry);
-      }
-    }
-    if (!entry) {
-      baseline_errors[mode] = error;
-      continue;
-    }
-    json st = (*entry)["stats"];
-    st["cached"] = cached;
-    baselines[mode] = st;
-    const double bm = st.value("median_ms", 0.0);
-    if (bm > 0 && cs.median_ms > 0) speedup[mode] = bm / cs.median_ms;
-  }
-  timing["baselines"] = baselines;
-  timing["speedup"] = speedup;
-  if (!baseline_errors.empty()) timing["baseline_errors"] = baseline_errors;
-
-  // CPU: other processes holding a core slow every parallel region (util/host_load.h). Said, and
-  // such a baseline was not cached.
-  std::vector<std::string> busy;
-  const double busy_cores = host_busy_cores();
-  if (candidate_others >= busy_cores)
-    busy.push_back(fmt::format("{:.2f} while the candidate was timed", candidate_others));
-  for (const auto& [mode, st] : baselines.items())
-    if (!st.value("cached", false) && st.value("host_other_cores", 0.0) >= busy_cores)
-      busy.push_back(fmt::format("{:.2f} during the {} baseline (not cached)", st.value("host_other_cores", 0.0), mode));
-  if (!busy.empty()) {
-    std::string what;
-    for (const auto& b : busy) what += (what.empty() ? "" : ", ") + b;
-    record.findings.push_back(make_finding(
-        "timing_host_busy", "warn",
-        fmt::format("other processes used CPU cores meanwhile ({}; the line is {:.2f}): ATen's threads wait for "
-                    "a busy core, so these CPU times can be many times too slow; time again on an idle host "
-                    "(docs/TIMING.md)",
-                    what, busy_cores),
-        "host CPU time from /proc/stat less kbv's own processes", ""));  // not a cheat: the host
-  }
-
-  // The physical floor: inputs read once, outputs written once, at the measured copy bandwidth.
-  const uint64_t bytes = sets->input_bytes + sets->output_bytes;
-  timing["bytes"] = bytes;
-  std::optional<json> cal = device_calibration(reference, options, env, error);
-  if (cal && cal->contains("cache_refused"))
-    cache_refused.push_back("the device calibration: " + (*cal)["cache_refused"].get<std::string>());
-  if (!cache_refused.empty()) {
-    std::string what;
-    for (const auto& entry : cache_refused) what += (what.empty() ? "" : "; ") + entry;
-    record.findings.push_back(make_finding(
-        "cache_entry_refused", "warn",
-        "cached figures failed their seal check and were measured again (something other than kbv wrote them): " +
-            what,
-        "sealed cache entries (CACHE/.seal-key)", "T20"));
-  }
-  if (cal) {
-    const double bw = cal->value("bandwidth_bytes_per_s", 0.0);
-    const double fl = floor_ms(bytes, bw);
-    timing["bandwidth_bytes_per_s"] = bw;
-    timing["floor_ms"] = fl;
-    if (cs.median_ms > 0) timing["speed_of_light"] = fl / cs.median_ms;
-    if (fl > 0 && cs.median_ms > 0 && cs.median_ms < kFloorMargin * fl)
-      record.findings.push_back(make_finding(
-          "impossible_speed", reject,
-          fmt::format("median time {:.4f} ms is below {:.0f}% of the physical floor {:.4f} ms ({} bytes of inputs and "
-                      "outputs at the measured copy bandwidth of {:.1f} GB/s): the work cannot have been done",
-                      cs.median_ms, 100 * kFloorMargin, fl, bytes, bw / 1e9),
-          "timing.floor_ms", "T15"));
-  } else {
-    timing["floor_error"] = error;
-  }
-  if (cr.inputs.value_or("") == "fresh")
-    timing["inputs"] = "fresh";
-  else
-    timing["input_sets"] = cr.sets.value_or(0);
-  timing["stop"] = cr.stop;
-  timing["sampling_s"] = cr.sampling_s;
-  timing["clock"] = {{"source", cr.clock_source},
-                     {"expected_sm_mhz", cr.expected_mhz},
-                     {"sm_mhz_min", cr.sm_mhz_min},
-                     {"sm_mhz_max", cr.sm_mhz_max},
-                     {"mem_mhz_min", cr.mem_mhz_min},
-                     {"mem_mhz_max", cr.mem_mhz_max},
-                     {"reasons_seen", cr.clock_reasons_seen},
-                     {"throttled_kept", cr.throttled_kept}};
-  timing["flush_bytes"] = cr.flush_bytes;
-  if (const double us = cr.launch_hold_us; us > 0)
-    timing["launch_hold"] = {{"us", us},
-                             {"held_ms", cr.launch_hold_held_ms},
-                             {"late", cr.launch_hold_late}};
-  timing["sync_overhead_ms"] = cr.sync_overhead_ms;
+  if (run.others >= 0) timing["candidate"]["host_other_cores"] = std::round(run.others * 100) / 100;
+  check_call_counts(record, timing, run, cs, options.protocol.timing, reject);
+  check_call_bound(record, timing, run, options.protocol.timing, env.device == "cuda", reject);
+  note_event_mismatches(record, timing, cr, cs);
+  spot_check_calls(record, timing, run, cs, options, reference, spot_seeds, reject);
+  stop_candidate(record, candidate);
+  const bool cacheable = restore_reference(record, reference);
+  std::vector<std::string> cache_refused;
+  time_baselines(timing, pair, options, env, reference, cs, cacheable, cache_refused);
+  note_host_busy(record, timing, run.others);
+  check_floor(record, timing, *sets, cs, options, env, reference, reject, cache_refused);
+  note_cache_refused(record, cache_refused);
+  describe_run(timing, cr);
   record.timing = timing_from_json(timing);
-  if (cs.samples > 0) {
-    record.runtime = cs.median_ms;
-    record.runtime_stats = {{"mean", cs.mean_ms},
-                               {"std", cs.std_ms},
-                               {"min", cs.min_ms},
-                               {"max", cs.max_ms},
-                               {"median", cs.median_ms},
-                               {"num_trials", cs.samples},
-                               {"hardware", env.device_name},
-                               {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
-  }
-  reference.call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.reference_s));
+  set_runtime(record, cs, env);
+  release_both(options, reference, nullptr);
   reject_on_findings(record);
 }
 

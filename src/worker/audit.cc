@@ -111,6 +111,46 @@ void arm_timer(bool on) {
   setitimer(ITIMER_PROF, &t, nullptr);
 }
 
+// What is wrong with the sampler now ("" when intact): its timer disarmed or re-timed, its
+// handler replaced, SIGPROF blocked on this thread (T23: code under audit that blinds it). Put
+// back as it was, so the next call is sampled again.
+std::string sampler_disturbance() {
+  std::string what;
+  itimerval t{};
+  getitimer(ITIMER_PROF, &t);
+  if (t.it_interval.tv_sec != 0 || t.it_interval.tv_usec != kPeriodUs)
+    what = fmt::format("ITIMER_PROF re-armed with an interval of {} us", t.it_interval.tv_sec * 1000000L + t.it_interval.tv_usec);
+  struct sigaction cur;
+  std::memset(&cur, 0, sizeof cur);
+  sigaction(SIGPROF, nullptr, &cur);
+  if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigprof) {
+    if (what.empty()) what = "the SIGPROF handler was replaced";
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigprof;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPROF, &sa, nullptr);
+  }
+  sigset_t mask;
+  sigemptyset(&mask);
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  if (sigismember(&mask, SIGPROF)) {
+    if (what.empty()) what = "SIGPROF was blocked";
+    sigset_t prof;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_sigmask(SIG_UNBLOCK, &prof, nullptr);
+  }
+  if (!what.empty()) {
+    itimerval on{};
+    on.it_interval.tv_usec = kPeriodUs;
+    on.it_value.tv_usec = kPeriodUs;
+    setitimer(ITIMER_PROF, &on, nullptr);
+  }
+  return what;
+}
+
 double process_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -411,6 +451,7 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
   g_count.store(0);
   double cpu_ms = 0;
   int calls = 0;
+  std::string disturbed;  // the first disturbance of the sampler seen after a call
   auto timed_call = [&](bool keep) {
     double c0 = process_cpu_ms();
     g_active.store(sample, std::memory_order_relaxed);
@@ -425,6 +466,7 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
     g_active.store(false, std::memory_order_relaxed);
     cpu_ms += process_cpu_ms() - c0;
     ++calls;
+    if (sample && disturbed.empty()) disturbed = sampler_disturbance();
     if (keep) {
       std::vector<at::Tensor> inputs;
       std::vector<int> positions;
@@ -474,7 +516,9 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
                         {"calls", calls},
                         {"cpu_ms", cpu_ms},
                         {"period_ms", kPeriodUs / 1000.0},
+                        {"fired", g_count.load()},
                         {"samples", resolve(0, n)}};
+    if (!disturbed.empty()) reply["compute"]["disturbed"] = disturbed;
   } else {
     reply["compute"] = {{"method", "not_measured"}, {"reason", why_not}};
   }

@@ -35,6 +35,10 @@ double median_of(std::vector<double> v) {
   return quantile_sorted(v, 0.5);
 }
 
+void mark(const std::function<void(int)>& hook, int index) {
+  if (hook) hook(index);
+}
+
 double spread_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -87,8 +91,10 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
   for (int i = 0; i < config.rule.warmup; ++i) {
     prepare(i);
     check_cuda(cudaDeviceSynchronize(), "synchronising before a warm-up call");
+    mark(config.on_start, i);
     call();
     check_cuda(cudaDeviceSynchronize(), "synchronising after a warm-up call");
+    mark(config.on_end, i);
     ClockReading c = nvml.read();
     if (c.known) run.expected_mhz = std::max(run.expected_mhz, c.sm_mhz);
   }
@@ -104,6 +110,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     flush.flush(sample);
     ClockReading before = nvml.read();
     cudaStream_t s = c10::cuda::getCurrentCUDAStream().stream();
+    mark(config.on_start, index);
     auto t0 = Clock::now();
     if (hold.active()) hold.queue(s);
     check_cuda(cudaEventRecord(start.e, s), "recording the start event");
@@ -114,6 +121,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     check_cuda(cudaEventRecord(stop.e, s), "recording the stop event");
     check_cuda(cudaDeviceSynchronize(), "synchronising after the call");
     auto t1 = Clock::now();
+    mark(config.on_end, index);
     ClockReading after_clock = nvml.read();
     float ev = 0;
     check_cuda(cudaEventElapsedTime(&ev, start.e, stop.e), "reading the events");
@@ -150,6 +158,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
     if (throttled(before, after_clock, run.expected_mhz, kClockDropTolerance)) {
       if (static_cast<int>(run.discarded_ms.size()) < config.rule.max_discards) {
         run.discarded_ms.push_back(d.ms);
+        run.discarded_at.push_back(sample);
       } else {
         ++run.throttled_kept;
         run.kept_ms.push_back(d.ms);
@@ -185,16 +194,20 @@ TimingRun run_cpu(const TimingConfig& config, const std::function<void(int)>& pr
   run.host_spread_ms = spread_of(empty);
   for (int i = 0; i < config.rule.warmup; ++i) {
     prepare(i);
+    mark(config.on_start, i);
     call();
+    mark(config.on_end, i);
   }
   auto t_begin = Clock::now();
   for (int sample = 0;; ++sample) {
     const int index = config.rule.warmup + sample;
     prepare(index);
     flush.flush(sample);
+    mark(config.on_start, index);
     auto t0 = Clock::now();
     call();
     auto t1 = Clock::now();
+    mark(config.on_end, index);
     run.kept_ms.push_back(ms_between(t0, t1));
     after(sample, index);
     run.sampling_s = ms_between(t_begin, Clock::now()) / 1000.0;
@@ -211,6 +224,7 @@ msg::TimeReply TimingRun::to_reply() const {
   r.method = method;
   r.samples_ms = kept_ms;
   r.discarded_ms = discarded_ms;
+  r.discarded_at = discarded_at;
   r.mismatches = mismatches;
   r.max_mismatch_ms = max_mismatch_ms;
   r.overhead_ms = overhead_ms;
@@ -275,7 +289,7 @@ void LiveInputs::load(int k) {
 }
 
 void SpotSampler::take(int sample, int set, const std::vector<at::Tensor>& outputs) {
-  if (calls >= max_calls) return;
+  if (max_calls > 0 && calls >= max_calls) return;
   ++calls;
   for (size_t o = 0; o < outputs.size(); ++o) {
     const at::Tensor& t = outputs[o];

@@ -23,6 +23,10 @@ struct TimingConfig {
   StopRule rule;
   uint64_t flush_bytes = 0;   // 0: default (measure.h)
   double launch_hold_us = 0;  // GPU: the hold before each start event (TimingProtocol::launch_hold_us)
+  // Called with the call's index just before each call's interval starts and just after it ends
+  // (warm-up calls alike), outside the interval: the candidate's worker marks them on its reply
+  // channel so that the supervisor's own clock bounds every sample (docs/TIMING.md).
+  std::function<void(int)> on_start, on_end;
 };
 
 // Raw samples and what was seen while taking them; the supervisor computes the statistics.
@@ -30,6 +34,7 @@ struct TimingRun {
   std::string method;                 // "cuda-events+host-sync" | "steady-clock"
   std::vector<double> kept_ms;
   std::vector<double> discarded_ms;   // throttled samples
+  std::vector<int> discarded_at;      // their sample numbers
   int mismatches = 0;                 // samples where events and the host clock disagreed
   double max_mismatch_ms = 0;         // the largest (host - sync overhead) - events among them
   double overhead_ms = 0;             // the timer on an empty interval
@@ -104,7 +109,7 @@ struct LiveInputs {
 struct SpotSampler {
   std::mt19937_64 rng;
   int per_output = 2;
-  int max_calls = 64;
+  int max_calls = 0;  // 0: every call
   int calls = 0;
   nlohmann::json entries = nlohmann::json::array();  // {sample, set, output, index, value}
   void take(int sample, int set, const std::vector<at::Tensor>& outputs);

@@ -34,8 +34,10 @@ msg::Done release_timing(TimingInputs& t, const std::string& device) {
 
 // The timing loop on `fn` over the inputs loaded in `t`: before call i, `prepare(i)` puts its
 // values into the live buffers (a fresh draw), or, without it, input set i mod K is loaded.
+// `mark(index, "start"|"end")`, when given, around every call's interval (TimingConfig::on_start).
 msg::TimeReply time_callable(const Hosted& h, TimingInputs& t, py::object fn, const msg::TimingSettings& settings,
-                             const std::function<void(int)>& prepare, SpotSampler* spot, const char* context) {
+                             const std::function<void(int)>& prepare, SpotSampler* spot, const char* context,
+                             const std::function<void(int, const char*)>& mark = nullptr) {
   t.sets.init();
   std::vector<py::object> args = t.arg_template;
   for (size_t i = 0; i < t.tensor_pos.size(); ++i) args[t.tensor_pos[i]] = wrap(t.sets.live[i]);
@@ -45,6 +47,10 @@ msg::TimeReply time_callable(const Hosted& h, TimingInputs& t, py::object fn, co
   config.flush_bytes = settings.flush_bytes;
   config.launch_hold_us = settings.launch_hold_us;
   config.rule = settings.rule;
+  if (mark) {
+    config.on_start = [&mark](int index) { mark(index, "start"); };
+    config.on_end = [&mark](int index) { mark(index, "end"); };
+  }
   py::object last;
   TimingRun run = run_timing(
       config, [&](int index) { prepare ? prepare(index) : t.sets.load(index); },
@@ -303,16 +309,22 @@ msg::CalibrateReply calibrate(const Hosted& h, const msg::CalibrateRequest& requ
 // One fresh draw, made by the reference through the supervisor (call `index` of this request; the
 // supervisor checks the order), then copied byte for byte into the live buffers. No Python runs in
 // this process for it, so nothing the candidate patched sees the draw.
-void fetch_fresh(CandidateState& s, int index) {
-  if (std::string e = write_message(s.out_fd, msg::to_json(msg::DrawAsk{index})); !e.empty())
-    throw WorkerError{"protocol_error", "asking for a fresh timing draw: " + e, ""};
+// One ask to the supervisor on the reply channel (a draw, or a call's start or end mark), and its answer.
+void ask_supervisor(CandidateState& s, const msg::DrawAsk& ask) {
+  const std::string what = ask.mark.empty() ? "a fresh timing draw" : "the " + ask.mark + " mark of a timed call";
+  if (std::string e = write_message(s.out_fd, msg::to_json(ask)); !e.empty())
+    throw WorkerError{"protocol_error", "asking for " + what + ": " + e, ""};
   ReadResult r = read_message(s.in_fd, std::nullopt);
   if (r.status != ReadResult::Status::ok)
-    throw WorkerError{"protocol_error", "waiting for a fresh timing draw: " + r.error, ""};
+    throw WorkerError{"protocol_error", "waiting for " + what + ": " + r.error, ""};
   if (!msg::reply_ok(r.message)) {
     msg::Failure f = msg::failure_of(r.message);
-    throw WorkerError{f.kind, f.message.empty() ? "the fresh timing draw failed" : f.message, ""};
+    throw WorkerError{f.kind, f.message.empty() ? what + " failed" : f.message, ""};
   }
+}
+
+void fetch_fresh(CandidateState& s, int index) {
+  ask_supervisor(s, msg::DrawAsk{index, ""});
   TimingInputs& t = s.timing;
   const auto& staged = t.sets.sets.at(0);
   for (size_t i = 0; i < t.sets.live.size() && i < staged.size(); ++i) copy_bytes(t.sets.live[i], staged[i]);
@@ -348,8 +360,10 @@ msg::TimeReply time_candidate(CandidateState& s, const msg::TimeCandidateRequest
   spot.max_calls = request.spot_max_calls;
   std::function<void(int)> prepare;
   if (request.fresh) prepare = [&s](int index) { fetch_fresh(s, index); };
-  msg::TimeReply reply =
-      time_callable(s.h, t, s.h.model, request.timing, prepare, &spot, "ModelNew.forward raised during timing");
+  std::function<void(int, const char*)> mark;
+  if (request.marks) mark = [&s](int index, const char* which) { ask_supervisor(s, msg::DrawAsk{index, which}); };
+  msg::TimeReply reply = time_callable(s.h, t, s.h.model, request.timing, prepare, &spot,
+                                       "ModelNew.forward raised during timing", mark);
   reply.spot = spot.entries;
   return reply;
 }

@@ -86,6 +86,13 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   EXPECT_GE(t["spot_checks"]["calls_recomputed"].get<int>(), 1) << t["spot_checks"].dump();
   EXPECT_LE(t["spot_checks"]["calls_recomputed"].get<int>(), 16) << t["spot_checks"].dump();
   EXPECT_LE(t["spot_checks"]["calls_recomputed"].get<int>(), t["spot_checks"]["calls"].get<int>());
+  // Every timed call has spot entries, and every one was bounded by the supervisor's own clock.
+  const int timed = t["candidate"]["samples"].get<int>() + t["candidate"]["discarded"].get<int>();
+  EXPECT_EQ(t["spot_checks"]["calls"].get<int>(), timed) << t["spot_checks"].dump();
+  ASSERT_TRUE(t.contains("call_bound")) << t.dump(1);
+  EXPECT_EQ(t["call_bound"]["checked"].get<int>(), timed) << t["call_bound"].dump();
+  EXPECT_TRUE(t["call_bound"]["ok"].get<bool>()) << t["call_bound"].dump();
+  EXPECT_GT(t["call_bound"]["ping_ms"].get<double>(), 0.0) << t["call_bound"].dump();
   EXPECT_DOUBLE_EQ(r["runtime"].get<double>(), t["candidate"]["median_ms"].get<double>());
   for (const char* k : {"mean", "std", "min", "max", "num_trials", "hardware", "device", "median"})
     EXPECT_TRUE(r["runtime_stats"].contains(k)) << k;
@@ -589,6 +596,42 @@ TEST(Timing, ABusyHostIsSaidAndItsBaselinesAreNotCached) {
   std::error_code ec;
   EXPECT_TRUE(!fs::exists(root / "cache" / "baselines") || fs::is_empty(root / "cache" / "baselines", ec))
       << "a baseline timed beside busy cores was cached";
+}
+
+bool has_finding(const json& record, const std::string& rule, const std::string& cheat) {
+  for (const auto& f : record["findings"])
+    if (f["rule"] == rule && f["severity"] == "reject" && (cheat.empty() || f["cheat"] == cheat)) return true;
+  return false;
+}
+
+// T23: a candidate that computes through the warm-up and the first 64 timed calls (what earlier
+// versions spot-checked), then returns uninitialised tensors. Spot checks cover every timed call
+// and the recomputed calls are drawn over all of them.
+TEST(Timing, SpotChecksCoverEveryTimedCall) {
+  Outcome o = eval("examples/level1/19_ReLU/cpu_skip_after_checks.py", "cpu", {"--time-cap", "3"});
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "rejected") << o.record.dump(1);
+  EXPECT_TRUE(has_finding(o.record, "spot_check_failed", "T5")) << o.record["findings"].dump(1);
+  const json& t = o.record["timing"];
+  const int timed = t["candidate"]["samples"].get<int>() + t["candidate"]["discarded"].get<int>();
+  EXPECT_GT(timed, 128) << "the skip must cover most calls for the test to mean anything: " << t["candidate"].dump();
+  EXPECT_EQ(t["spot_checks"]["calls"].get<int>(), timed) << t["spot_checks"].dump();
+  EXPECT_GT(t["spot_checks"]["failed"].get<int>(), 0) << t["spot_checks"].dump();
+}
+
+// The per-call bound's false alarms: the honest ReLU timed beside two busy loops on this host is
+// still correct, its calls within their windows (docs/TIMING.md, "Per-call outside bound").
+TEST(Timing, HonestCallsFitTheirWindowsOnABusyHost) {
+  Outcome o;
+  {
+    BusyLoops busy(2);
+    ASSERT_EQ(busy.pids.size(), 2u);
+    o = eval("examples/level1/19_ReLU/cpu_honest.py", "cpu", {"--time-cap", "0.5"});
+  }
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "correct") << o.record["findings"].dump(1);
+  ASSERT_TRUE(o.record.contains("timing")) << o.record.dump(1);
+  EXPECT_TRUE(o.record["timing"]["call_bound"]["ok"].get<bool>()) << o.record["timing"]["call_bound"].dump();
 }
 
 TEST(Timing, LaunchHoldOutOfRangeIsRefused) {

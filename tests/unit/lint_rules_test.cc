@@ -134,9 +134,17 @@ TEST(LintRules, GraderTamper) {
   EXPECT_REJECTS(solution(kForward, kLoop, "mem = open('/proc/self/mem', 'rb')\n"), "grader_tamper");
   std::string cpp = kLoop + "void forge(const char* b, size_t n) { ::write(4, b, n); }\n";
   EXPECT_REJECTS(solution(kForward, cpp), "grader_tamper");
+  // The audit's ITIMER_PROF sampler disarmed or looked at from C++ (T23), a module walk (T22).
+  for (const char* call : {"setitimer(ITIMER_PROF, &off, nullptr);", "getitimer(ITIMER_PROF, &now);",
+                           "timer_create(CLOCK_PROCESS_CPUTIME_ID, nullptr, &t);",
+                           "sigprocmask(SIG_BLOCK, &set, nullptr);", "dl_iterate_phdr(each, nullptr);"}) {
+    std::string timer = kLoop + "#include <sys/time.h>\nvoid quiet() { " + call + " }\n";
+    EXPECT_REJECTS(solution(kForward, timer), "grader_tamper");
+  }
   // Twins: printing, a member write(), a function of its own named read, /proc/cpuinfo.
   std::string ok = kLoop +
                    "#include <fstream>\nstatic float read(const float* p) { return *p; }\n"
+                   "struct Clock { long getitimer() const { return 0; } };\n"
                    "void log_it(const char* b) { std::ofstream f(\"log.txt\"); f.write(b, 1); printf(\"%f\", read(nullptr)); }\n";
   EXPECT_CLEAN(solution(kForward, ok, "info = open('/proc/cpuinfo').read()\n"));
 }

@@ -61,7 +61,7 @@ TEST(Messages, RequestsCarryTheirOpAndRepliesOk) {
   EXPECT_EQ(to_json(ReleaseRequest{}), (json{{"op", "release"}}));
   EXPECT_EQ(to_json(TimeReleaseRequest{}), (json{{"op", "time_release"}}));
   EXPECT_EQ(to_json(Done{}), (json{{"ok", true}}));
-  EXPECT_EQ(to_json(DrawAsk{7}), (json{{"op", "draw"}, {"index", 7}}));
+  EXPECT_EQ(to_json(DrawAsk{7, ""}), (json{{"op", "draw"}, {"index", 7}}));  // no mark: none on the wire
   EXPECT_EQ(to_json(TimeReferenceRequest{})["op"], "time");
   EXPECT_EQ(to_json(TimeCandidateRequest{})["op"], "time");
   EXPECT_TRUE(reply_ok(to_json(BuildReply{})));
@@ -243,10 +243,12 @@ TEST(Messages, Time) {
   TimeCandidateRequest c;
   c.sets = json::array({json::array()});
   c.fresh = true;
+  c.marks = true;
   round_trip(c);
   TimeCandidateRequest cd = parse<TimeCandidateRequest>(json{{"op", "time"}, {"sets", json::array()}});
   EXPECT_EQ(cd.spot_per_output, 2);
-  EXPECT_EQ(cd.spot_max_calls, 64);
+  EXPECT_EQ(cd.spot_max_calls, 0);  // every timed call (docs/TIMING.md, spot checks)
+  EXPECT_FALSE(cd.marks);
   EXPECT_FALSE(cd.fresh);
   EXPECT_NE(error_of<TimeCandidateRequest>(json{{"op", "time"}}).find("'sets'"), std::string::npos);
 
@@ -268,7 +270,8 @@ TEST(Messages, Time) {
 TEST(Messages, TimeDrawAndDrawAsk) {
   round_trip(TimeDrawRequest{3, 4});
   EXPECT_NE(error_of<TimeDrawRequest>(json{{"op", "time_draw"}, {"index", 1}}).find("'fresh_seed'"), std::string::npos);
-  round_trip(DrawAsk{2});
+  round_trip(DrawAsk{2, ""});
+  round_trip(DrawAsk{3, "end"});
   EXPECT_NE(error_of<DrawAsk>(json{{"op", "draw"}}).find("'index'"), std::string::npos);
   EXPECT_NE(error_of<DrawAsk>(json{{"op", "draw"}, {"index", "1"}}).find("an integer"), std::string::npos);
   round_trip(Done{});

@@ -205,6 +205,36 @@ TEST(RuntimeFindings, TooFewSamplesDecideNothing) {
   EXPECT_TRUE(runtime_findings(json::object(), json::array(), nullptr, compute).empty());
 }
 
+// An audit that could not decide is said so (and re-run, then rejected, by the supervisor).
+TEST(AuditUndecided, DisturbedStarvedOrTooFewSamplesAreUndecided) {
+  auto obs = [](int64_t own, int64_t lib, double cpu_ms, int64_t fired) {
+    return json{{"method", "cpu-sampling"}, {"calls", 100}, {"cpu_ms", cpu_ms}, {"fired", fired},
+                {"samples", json::array({{{"object", "/ext/x.so"}, {"own_object", true}, {"symbol", "relu"}, {"count", own}},
+                                         {{"object", "/lib/libtorch_cpu.so"}, {"own_object", false}, {"count", lib}}})}};
+  };
+  // A normal audit: 300 samples in 1200 ms of CPU (one per 4 ms tick).
+  json ok = obs(30, 270, 1200, 300);
+  EXPECT_EQ(audit_undecided(ok, cpu_compute(ok)), "");
+  // The sampler found disarmed after a call.
+  json disturbed = ok;
+  disturbed["disturbed"] = "ITIMER_PROF re-armed with an interval of 0 us";
+  EXPECT_NE(audit_undecided(disturbed, cpu_compute(disturbed)).find("disturbed"), std::string::npos);
+  // Starved: 20 firings in 2000 ms of CPU (at least 50 expected).
+  json starved = obs(0, 20, 2000, 20);
+  EXPECT_NE(audit_undecided(starved, cpu_compute(starved)).find("fired 20 times"), std::string::npos);
+  // Too few samples in a short audit (not starved: 30 firings in 150 ms).
+  json few = obs(0, 30, 150, 30);
+  EXPECT_NE(audit_undecided(few, cpu_compute(few)).find("fewer than the 50"), std::string::npos);
+  // Math samples count toward deciding: an honest erf loop is not undecided.
+  json math = {{"method", "cpu-sampling"}, {"calls", 10}, {"cpu_ms", 1000.0}, {"fired", 250},
+               {"samples", json::array({{{"object", "/usr/lib/libm.so.6"}, {"own_object", false}, {"count", 240}},
+                                        {{"object", "/ext/x.so"}, {"own_object", true}, {"symbol", "gelu"}, {"count", 10}}})}};
+  EXPECT_EQ(audit_undecided(math, cpu_compute(math)), "");
+  // Not a CPU sampling audit (the GPU's, or not measured): not this rule's to say.
+  json gpu = {{"method", "not_measured"}, {"reason", "GPU"}};
+  EXPECT_EQ(audit_undecided(gpu, cpu_compute(gpu)), "");
+}
+
 TEST(RuntimeFindings, BusyThreadRejectsIdleThreadWarns) {
   json busy = {{"threads", json::array({{{"tid", 7}, {"name", "python"}, {"state", "S"}, {"cpu_ms_after", 40.0},
                                          {"exited", true}, {"window_ms", 300.0}}})}};

@@ -1,0 +1,78 @@
+#include "measure/call_bound.h"
+
+#include <algorithm>
+
+#include "measure/measure.h"
+
+namespace kbv {
+
+nlohmann::json CallBound::to_json() const {
+  nlohmann::json j = {{"checked", checked},
+                      {"short_calls", short_calls},
+                      {"allowance_ms", allowance_ms},
+                      {"ping_ms", ping_ms},
+                      {"median_gap_ms", median_gap_ms},
+                      {"ok", ok}};
+  if (worst_sample >= 0)
+    j["worst"] = {{"sample", worst_sample}, {"sample_ms", worst_sample_ms}, {"window_ms", worst_window_ms}};
+  return j;
+}
+
+namespace {
+
+double quantile_of(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return quantile_sorted(v, q);
+}
+
+}  // namespace
+
+CallBound bound_calls(std::span<const double> samples_ms, std::span<const double> windows_ms,
+                      std::span<const double> pings_ms, double held_ms) {
+  CallBound b;
+  b.ping_ms = quantile_of({pings_ms.begin(), pings_ms.end()}, 0.5);
+  b.allowance_ms =
+      std::max(kCallBoundFloorMs, kCallBoundPingFactor * quantile_of({pings_ms.begin(), pings_ms.end()}, 0.9)) +
+      std::max(held_ms, 0.0);
+  std::vector<double> gaps;
+  double worst = -1e300;
+  const size_t n = std::min(samples_ms.size(), windows_ms.size());
+  for (size_t s = 0; s < n; ++s) {
+    if (windows_ms[s] < 0) continue;
+    const double gap = windows_ms[s] - samples_ms[s];
+    gaps.push_back(gap);
+    ++b.checked;
+    if (gap > b.allowance_ms) ++b.short_calls;
+    if (gap > worst) {
+      worst = gap;
+      b.worst_sample = static_cast<int>(s);
+      b.worst_sample_ms = samples_ms[s];
+      b.worst_window_ms = windows_ms[s];
+    }
+  }
+  b.median_gap_ms = quantile_of(gaps, 0.5);
+  b.ok = b.short_calls <= kCallBoundShortFraction * b.checked;
+  return b;
+}
+
+std::optional<std::vector<double>> samples_in_order(std::span<const double> kept_ms,
+                                                    std::span<const double> discarded_ms,
+                                                    std::span<const int> discarded_at) {
+  if (discarded_at.size() != discarded_ms.size()) return std::nullopt;
+  const size_t total = kept_ms.size() + discarded_ms.size();
+  std::vector<double> out(total, -1);
+  std::vector<bool> taken(total, false);
+  for (size_t d = 0; d < discarded_at.size(); ++d) {
+    const int at = discarded_at[d];
+    if (at < 0 || static_cast<size_t>(at) >= total || taken[static_cast<size_t>(at)]) return std::nullopt;
+    taken[static_cast<size_t>(at)] = true;
+    out[static_cast<size_t>(at)] = discarded_ms[d];
+  }
+  size_t k = 0;
+  for (size_t s = 0; s < total; ++s)
+    if (!taken[s]) out[s] = kept_ms[k++];
+  return out;
+}
+
+}  // namespace kbv

@@ -1,0 +1,53 @@
+// The per-call outside bound (T22, docs/TIMING.md "Per-call outside bound"). Every timed call of
+// the candidate is framed by two marks on its worker's reply channel, sent just before and just
+// after the interval; the supervisor's own clock sees the time between its answer to the start
+// mark and the end mark's arrival: the call's outside window. A sample the candidate's process
+// reports can be shorter than that window only by the channel's round trip (measured meanwhile
+// by the supervisor on the trusted reference worker). A sample shorter than that was measured by
+// a clock the candidate rewrote, or is forged.
+#pragma once
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kbv {
+
+struct CallBound {
+  int checked = 0;                 // calls with both a sample and an outside window
+  int short_calls = 0;             // samples shorter than their window less the allowance
+  double allowance_ms = 0;         // what a sample may fall short of its window
+  double ping_ms = 0;              // median round trip to the reference meanwhile
+  double median_gap_ms = 0;        // median of window - sample over the checked calls
+  int worst_sample = -1;           // the sample with the largest window - sample
+  double worst_sample_ms = 0, worst_window_ms = 0;
+  bool ok = true;                  // short_calls within what a busy host explains
+  nlohmann::json to_json() const;
+};
+
+// A sample may fall short of its window by this much at least (the two marks' own clock reads
+// and message handling), even when the round trips meanwhile were faster.
+constexpr double kCallBoundFloorMs = 0.05;
+// The allowance is this many times the 90th percentile of the round trips seen meanwhile.
+constexpr double kCallBoundPingFactor = 3.0;
+// A run is forged when more than this fraction of its calls fall short: the median the record
+// reports moves below the honest calls' range only when half the samples do. A quarter was too
+// strict: the honest ReLU beside two busy loops on a 2-core host had 6 of 20 calls short (late
+// wake-ups; median window - sample 0.055 ms), docs/results/RESULTS-2026-12-05-timing.md.
+constexpr double kCallBoundShortFraction = 0.5;
+
+// samples_ms[s] and windows_ms[s] of timed sample s (a window < 0: not seen); pings_ms the round
+// trips to the reference taken during the run; held_ms what the protocol itself puts in every
+// window and never in a sample (the GPU's launch hold, docs/TIMING.md), added to the allowance.
+CallBound bound_calls(std::span<const double> samples_ms, std::span<const double> windows_ms,
+                      std::span<const double> pings_ms, double held_ms = 0);
+
+// Kept and discarded samples back in call order (discarded_at: the sample numbers of the
+// discarded ones). std::nullopt when the numbers do not fit (a forged reply).
+std::optional<std::vector<double>> samples_in_order(std::span<const double> kept_ms,
+                                                    std::span<const double> discarded_ms,
+                                                    std::span<const int> discarded_at);
+
+}  // namespace kbv

@@ -1,0 +1,99 @@
+// The per-call outside bound (measure/call_bound.h): samples against the supervisor's windows.
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "measure/call_bound.h"
+
+namespace kbv {
+namespace {
+
+TEST(CallBound, HonestSamplesFitTheirWindows) {
+  // Windows a round trip (0.03 ms) longer than the samples; pings of 0.02-0.04 ms.
+  std::vector<double> samples, windows, pings;
+  for (int i = 0; i < 100; ++i) {
+    samples.push_back(0.1 + 0.001 * (i % 7));
+    windows.push_back(samples.back() + 0.03);
+    pings.push_back(0.02 + 0.0002 * i);
+  }
+  CallBound b = bound_calls(samples, windows, pings);
+  EXPECT_TRUE(b.ok);
+  EXPECT_EQ(b.checked, 100);
+  EXPECT_EQ(b.short_calls, 0);
+  EXPECT_NEAR(b.median_gap_ms, 0.03, 1e-9);
+  EXPECT_GE(b.allowance_ms, kCallBoundFloorMs);
+}
+
+TEST(CallBound, ARewrittenClockIsCaughtCallByCall) {
+  // The worker's clock runs slow while forward computes: every sample a tenth of its window.
+  std::vector<double> samples, windows, pings(50, 0.03);
+  for (int i = 0; i < 50; ++i) {
+    windows.push_back(0.2);
+    samples.push_back(0.02);
+  }
+  CallBound b = bound_calls(samples, windows, pings);
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.short_calls, 50);
+  EXPECT_EQ(b.worst_sample_ms, 0.02);
+  EXPECT_EQ(b.worst_window_ms, 0.2);
+}
+
+TEST(CallBound, ABusyHostDelayingSomeWakeUpsIsNotAForgery) {
+  // A fifth of the calls' end marks arrive milliseconds late (the worker was descheduled).
+  std::vector<double> samples(100, 1.0), windows(100, 1.03), pings(100, 0.03);
+  for (int i = 0; i < 100; i += 5) windows[static_cast<size_t>(i)] = 4.0;
+  CallBound b = bound_calls(samples, windows, pings);
+  EXPECT_EQ(b.short_calls, 20);
+  EXPECT_TRUE(b.ok);
+}
+
+TEST(CallBound, ForgingMostCallsFailsEvenWhenAFewAreHonest) {
+  std::vector<double> samples(40, 0.01), windows(40, 0.5), pings(40, 0.03);
+  for (int i = 0; i < 10; ++i) samples[static_cast<size_t>(i)] = 0.49;
+  CallBound b = bound_calls(samples, windows, pings);
+  EXPECT_EQ(b.short_calls, 30);
+  EXPECT_FALSE(b.ok);
+}
+
+TEST(CallBound, TheAllowanceFollowsTheRoundTripsMeanwhile) {
+  // Slow round trips (a loaded host) widen the allowance: 3 x their 90th percentile.
+  std::vector<double> samples(10, 1.0), windows(10, 1.5), pings(10, 0.2);
+  CallBound b = bound_calls(samples, windows, pings);
+  EXPECT_NEAR(b.allowance_ms, 0.6, 1e-9);
+  EXPECT_TRUE(b.ok);
+  // Without pings the floor stands.
+  CallBound none = bound_calls(samples, windows, {});
+  EXPECT_EQ(none.allowance_ms, kCallBoundFloorMs);
+  EXPECT_FALSE(none.ok);
+}
+
+TEST(CallBound, TheGpuLaunchHoldIsInEveryWindowAndNoSample) {
+  // 0.5 ms of hold before each call's start event: honest windows are 0.53 ms longer.
+  std::vector<double> samples(20, 2.0), windows(20, 2.53), pings(20, 0.01);
+  EXPECT_FALSE(bound_calls(samples, windows, pings).ok);
+  CallBound b = bound_calls(samples, windows, pings, 0.55);
+  EXPECT_TRUE(b.ok);
+  EXPECT_NEAR(b.allowance_ms, kCallBoundFloorMs + 0.55, 1e-9);
+}
+
+TEST(CallBound, CallsWithoutAWindowAreNotChecked) {
+  std::vector<double> samples = {0.01, 0.01}, windows = {-1, 0.02}, pings = {0.01};
+  CallBound b = bound_calls(samples, windows, pings);
+  EXPECT_EQ(b.checked, 1);
+  EXPECT_TRUE(b.ok);
+}
+
+TEST(CallBound, SamplesBackInCallOrder) {
+  std::vector<double> kept = {1, 2, 3}, discarded = {9, 8};
+  std::vector<int> at = {1, 4};
+  auto s = samples_in_order(kept, discarded, at);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(*s, (std::vector<double>{1, 9, 2, 3, 8}));
+  EXPECT_TRUE(samples_in_order(kept, {}, {}));
+  EXPECT_FALSE(samples_in_order(kept, discarded, std::vector<int>{1}));     // counts differ
+  EXPECT_FALSE(samples_in_order(kept, discarded, std::vector<int>{1, 1}));  // the same place twice
+  EXPECT_FALSE(samples_in_order(kept, discarded, std::vector<int>{1, 5}));  // past the end
+}
+
+}  // namespace
+}  // namespace kbv
