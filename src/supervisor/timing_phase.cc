@@ -271,6 +271,7 @@ json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const Ev
 // The candidate's timed run as the supervisor saw it.
 struct CandidateRun {
   Reply reply;
+  bool arrived_ok = false;  // the reply came as "ok", before reading it (a malformed one is then forged: T14)
   std::optional<msg::TimeReply> timed;
   double supervisor_ms = 0;
   double others = -1;  // cores other processes used meanwhile (-1: unknown: GPU, or /proc unreadable)
@@ -305,6 +306,7 @@ CandidateRun run_candidate(const EvalOptions& options, const Environment& env, W
   run.reply = candidate.call(msg::to_json(req), timing_timeout(options),
                              [&](const json& ask) { return serve_ask(run.log, ask, reference, options); });
   run.supervisor_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  run.arrived_ok = run.reply.status == Reply::Status::ok;
   run.timed = reply_as<msg::TimeReply>(run.reply);
   if (load)
     if (std::optional<double> others = load->other_cores()) run.others = *others;
@@ -321,7 +323,7 @@ std::string run_failure(Record& record, const CandidateRun& run, const std::stri
     reject_on_findings(record);
     return run.log.forged;
   }
-  if (!run.timed && run.reply.status == Reply::Status::ok) {
+  if (!run.timed && run.arrived_ok) {
     // An "ok" reply that does not parse comes from hostile code writing on the channel (T14).
     std::string why = reply_message(run.reply);
     record.findings.push_back(make_finding("timing_mismatch", reject,

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <set>
 #include <cstdio>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -365,9 +366,13 @@ TEST(Run, ACachedBuildFailureNamesTheFileBeingEvaluated) {
   const std::string name = "level_1_problem_19_sample_0_kernel.py";
   std::vector<fs::path> runs = {temp_dir("cached_failure_a"), temp_dir("cached_failure_b")};
   std::vector<kbv::Record> records;
+  // A source of this test's own (a comment makes its hash new), so the first run really compiles
+  // whatever other tests left in the shared build cache.
+  const std::string source = kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_compile_error.py").text +
+                             "\n# Run.ACachedBuildFailureNamesTheFileBeingEvaluated " +
+                             std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "\n";
   for (const auto& run : runs) {
-    fs::copy_file(kSource / "examples/level1/19_ReLU/cpu_compile_error.py", run / name,
-                  fs::copy_options::overwrite_existing);
+    ASSERT_EQ(kbv::write_file_atomic(run / name, source), "");
     Outcome o = run_kbv({"eval", "--problems", (kSource / "problems").string(), "--run", run.string(), "--level", "1",
                          "--device", "cpu", "--trials", "1"});
     ASSERT_EQ(o.code, 0) << o.output;
