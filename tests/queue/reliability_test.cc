@@ -18,11 +18,9 @@
 #include <thread>
 
 #include "queue/queue.h"
+#include "postgres_admin.h"
 #include "util/subprocess.h"
 
-#ifdef KBV_HAVE_LIBPQ
-#include <libpq-fe.h>
-#endif
 
 namespace kbv::queue {
 namespace {
@@ -30,29 +28,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string pg_admin(const std::string& url, const std::string& sql) {
-#ifdef KBV_HAVE_LIBPQ
-  PGconn* conn = PQconnectdb(url.c_str());
-  std::string error;
-  if (PQstatus(conn) != CONNECTION_OK) {
-    error = PQerrorMessage(conn);
-  } else {
-    PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
-    PGresult* res = PQexec(conn, sql.c_str());
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) error = PQresultErrorMessage(res);
-    PQclear(res);
-  }
-  PQfinish(conn);
-  return error;
-#else
-  return "built without libpq";
-#endif
-}
-
-std::string with_database(const std::string& url, const std::string& db) {
-  const size_t slash = url.find('/', url.find("://") + 3);
-  return (slash == std::string::npos ? url : url.substr(0, slash)) + "/" + db;
-}
+using test::pg_admin;
+using test::with_database;
 
 // Whether a process is gone (absent, or a zombie nobody reaped yet).
 bool process_gone(int pid) {

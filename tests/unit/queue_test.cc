@@ -2,6 +2,7 @@
 // KBV_TEST_POSTGRES_URL names a server (tests/queue/postgres_fixture.sh starts one on loopback for
 // CTest; each test gets a database of its own). Without it the PostgreSQL cases skip, saying why.
 #include "queue/queue.h"
+#include "../queue/postgres_admin.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -14,44 +15,14 @@
 #include <thread>
 
 #include "util/hash.h"
-#ifdef KBV_HAVE_LIBPQ
-#include <libpq-fe.h>
-#endif
 
 namespace kbv::queue {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Runs one statement on a maintenance connection; "" or the error.
-std::string pg_admin(const std::string& url, const std::string& sql) {
-#ifdef KBV_HAVE_LIBPQ
-  PGconn* conn = PQconnectdb(url.c_str());
-  std::string error;
-  if (PQstatus(conn) != CONNECTION_OK) {
-    error = PQerrorMessage(conn);
-  } else {
-    PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
-    PGresult* res = PQexec(conn, sql.c_str());
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) error = PQresultErrorMessage(res);
-    PQclear(res);
-  }
-  PQfinish(conn);
-  return error;
-#else
-  return "built without libpq";
-#endif
-}
-
-// postgresql://user@host:port/db -> the same with another database name.
-std::string with_database(const std::string& url, const std::string& db) {
-  const size_t scheme = url.find("://");
-  const size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  const size_t query = url.find('?', slash == std::string::npos ? 0 : slash);
-  std::string base = slash == std::string::npos ? url : url.substr(0, slash);
-  std::string rest = query == std::string::npos ? "" : url.substr(query);
-  return base + "/" + db + rest;
-}
+using test::pg_admin;
+using test::with_database;
 
 class QueueTest : public ::testing::TestWithParam<std::string> {
  protected:
