@@ -13,6 +13,7 @@
 #include <openssl/hmac.h>
 
 #include "util/fs.h"
+#include "util/hash.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -22,16 +23,6 @@ namespace {
 
 constexpr size_t kKeyBytes = 32;
 constexpr const char* kSealField = "seal";
-
-std::string hex(const unsigned char* p, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string out(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = digits[p[i] >> 4];
-    out[2 * i + 1] = digits[p[i] & 15];
-  }
-  return out;
-}
 
 // Reads exactly kKeyBytes from `path`; empty on any failure (with `error`).
 std::string read_key(const fs::path& path, std::string& error) {
@@ -72,7 +63,7 @@ SealKey seal_key(const fs::path& cache_dir) {
   }
   // Written to a private temporary file, then linked into place: a concurrent kbv that got there
   // first wins (EEXIST), and both use the key on disk.
-  fs::path tmp = cache_dir / (".seal-key.tmp." + std::to_string(::getpid()) + "." + hex(key, 8));
+  fs::path tmp = cache_dir / (".seal-key.tmp." + std::to_string(::getpid()) + "." + hex_of(key, 8));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     out.error = "cannot create " + tmp.string() + ": " + std::strerror(errno);
@@ -104,7 +95,7 @@ std::string seal_of(const json& entry, const std::string& key) {
   if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(text.data()),
             text.size(), mac, &len))
     return "";
-  return hex(mac, len);
+  return hex_of(mac, len);
 }
 
 std::string write_sealed(const fs::path& path, json entry, const std::string& key) {

@@ -35,17 +35,21 @@ std::string finish(EVP_MD_CTX* ctx) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   check(EVP_DigestFinal_ex(ctx, digest, &size), "EVP_DigestFinal_ex");
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * size);
-  for (unsigned int i = 0; i < size; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 0xf]);
-  }
-  return hex;
+  return hex_of(digest, size);
 }
 
 }  // namespace
+
+std::string hex_of(const unsigned char* bytes, size_t size) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * size);
+  for (size_t i = 0; i < size; ++i) {
+    hex.push_back(kHex[bytes[i] >> 4]);
+    hex.push_back(kHex[bytes[i] & 0xf]);
+  }
+  return hex;
+}
 
 std::string sha256_hex(std::string_view data) {
   MdCtx ctx = start();
