@@ -14,7 +14,7 @@ mkdir -p "$out"
 kbv=${KBV_GPU_BUILD:-$here/build-gpu}/kbv
 [[ -x $kbv ]] || { echo "compile.sh: no $kbv (run scripts/gpu/device.sh --build-only first)" >&2; exit 2; }
 nproc; nvidia-smi --query-gpu=name --format=csv,noheader || true
-OUT=$out "$py" "$here/bench/bench.py" build --device cuda --kbv "$kbv" --limit "${1:-12}" \
+OUT=$out "$py" "$here/bench/bench.py" build --device cuda --kbv "$kbv" --limit "${1:-12}" --warm-pch \
   --cache-dir "$out/cache"
 "$py" "$here/bench/build_phases.py" --python "$py" --repeats 3 --out "$out/phases.json" \
   "$here/examples/level1/19_ReLU/cpu_honest.py"

@@ -18,6 +18,8 @@
 #   clocks        the SM clock spread over honest timed runs (scripts/gpu/clock_spread.py)
 #   two-gpu       kbv eval --run over GPUs 0,1 against GPU 0 alone (scripts/gpu/two_gpu.py);
 #                 "skipped: 1 GPU" where nvidia-smi shows fewer than two
+#   sandbox       scripts/gpu/sandbox.sh: CUDA under --sandbox strict/off, IPC probes, Sandbox.* on cuda (issue 24)
+#   compile       scripts/gpu/compile.sh KBV_COMPILE_LIMIT (6): --fast-build off/on on CUDA sources (issue 27)
 #   bf16          the bf16 CUDA examples (GEMM, RMSNorm) at --precision bf16
 #   prebuild-bg   prebuild in the background (CPU work), for GPU stages that need no build;
 #   prebuild-wait waits for it
@@ -187,6 +189,16 @@ stage() {
         say "two-gpu rc=$?"; tail -30 "$dir/stdout.log"
         find "$dir/work" -name '*.so' -delete 2>/dev/null
       fi ;;
+    sandbox)
+      # Issue 24: does the sandbox leave CUDA working (scripts/gpu/sandbox.sh): strict, off, the
+      # IPC probes and the Sandbox.* e2e tests with the attack candidates on the GPU.
+      KBV_BUILD_DIR=$build OUT=$dir timeout "${KBV_SANDBOX_TIMEOUT:-900}" scripts/gpu/sandbox.sh > "$dir/stdout.log" 2>&1
+      say "sandbox rc=$?"; tail -60 "$dir/stdout.log" ;;
+    compile)
+      # Issue 27: --fast-build off against on over KBV_COMPILE_LIMIT CUDA sources (scripts/gpu/compile.sh).
+      KBV_GPU_BUILD=$build OUT=$dir timeout "${KBV_COMPILE_TIMEOUT:-900}" scripts/gpu/compile.sh "${KBV_COMPILE_LIMIT:-6}" \
+        > "$dir/stdout.log" 2>&1
+      say "compile rc=$?"; tail -40 "$dir/stdout.log"; rm -rf "$dir/cache" ;;
     bf16)
       for c in "problems/level1/1_Square_matrix_multiplication_.py|examples/level1/1_Square_matrix_multiplication_/cuda_bf16.py" \
                "problems/level1/115_RMSNorm.py|examples/level1/115_RMSNorm/cuda_bf16.py"; do
