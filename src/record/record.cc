@@ -13,10 +13,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::pair<Verdict, const char*>, 10> kVerdictNames = {{
+constexpr std::array<std::pair<Verdict, const char*>, 11> kVerdictNames = {{
     {Verdict::pending, ""},
     {Verdict::correct, "correct"},
     {Verdict::wrong_output, "wrong_output"},
+    {Verdict::flaky, "flaky"},
     {Verdict::compile_error, "compile_error"},
     {Verdict::runtime_error, "runtime_error"},
     {Verdict::timeout, "timeout"},
@@ -40,6 +41,13 @@ bool fits(const json& v, const std::map<std::string, double>*) {
   if (!v.is_object()) return false;
   for (const auto& [k, x] : v.items())
     if (!x.is_number()) return false;
+  return true;
+}
+using Intervals = std::map<std::string, std::vector<double>>;
+bool fits(const json& v, const Intervals*) {
+  if (!v.is_object()) return false;
+  for (const auto& [k, x] : v.items())
+    if (!x.is_array() || x.size() != 2 || !x[0].is_number() || !x[1].is_number()) return false;
   return true;
 }
 bool fits(const json& v, const Verdict*) { return v.is_string() && parse_verdict(v.get<std::string>()); }
@@ -276,6 +284,9 @@ KBV_FIELDS(Timing) {
   v.part("candidate", m.candidate);
   v.opt("baselines", m.baselines);
   v.opt("speedup", m.speedup);
+  v.opt("speedup_ci95", m.speedup_ci95);
+  v.opt("pairs", m.pairs);
+  v.opt("threads", m.threads);
   v.opt("speed_of_light", m.speed_of_light);
 }
 KBV_FIELDS(Memory::Side) { v.opt("peak_bytes", m.peak_bytes); }
@@ -411,6 +422,29 @@ std::string Record::precision_or_default() const {
   if (precision) return *precision;
   if (protocol.precision) return *protocol.precision;
   return "fp32";
+}
+
+SpeedupCall speedup_call(const Timing& timing, const std::string& baseline) {
+  if (!timing.speedup) return SpeedupCall::unknown;
+  auto s = timing.speedup->find(baseline);
+  if (s == timing.speedup->end() || !(s->second > 0)) return SpeedupCall::unknown;
+  if (timing.speedup_ci95)
+    if (auto ci = timing.speedup_ci95->find(baseline); ci != timing.speedup_ci95->end() && ci->second.size() == 2) {
+      if (ci->second[0] > 1.0) return SpeedupCall::faster;
+      if (ci->second[1] < 1.0) return SpeedupCall::slower;
+      return SpeedupCall::no_difference;
+    }
+  return s->second > 1.0 ? SpeedupCall::faster : s->second < 1.0 ? SpeedupCall::slower : SpeedupCall::no_difference;
+}
+
+const char* speedup_call_name(SpeedupCall c) {
+  switch (c) {
+    case SpeedupCall::faster: return "faster";
+    case SpeedupCall::slower: return "slower";
+    case SpeedupCall::no_difference: return "no measurable difference";
+    case SpeedupCall::unknown: break;
+  }
+  return "unknown";
 }
 
 RecordRead record_from_json(const json& j) {

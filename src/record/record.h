@@ -24,6 +24,7 @@ enum class Verdict {
   pending,  // "": not decided yet (never in a finished record)
   correct,
   wrong_output,
+  flaky,  // a failed check whose identical re-run passed (or the reverse): unstable, not wrong
   compile_error,
   runtime_error,
   timeout,
@@ -85,6 +86,10 @@ struct Timing {
   std::optional<TimedStats> candidate;
   std::optional<nlohmann::json> baselines;           // per baseline: STATS (passed through)
   std::optional<std::map<std::string, double>> speedup;  // per baseline: baseline / candidate median
+  // per baseline: the 95% interval of the speedup, [low, high] (docs/METRICS.md)
+  std::optional<std::map<std::string, std::vector<double>>> speedup_ci95;
+  std::optional<int> pairs;    // paired rounds (baseline and candidate blocks interleaved); absent: unpaired
+  std::optional<int> threads;  // CPU: the intra-op thread budget of both the candidate and the baselines
   std::optional<double> speed_of_light;
   Unknown unknown;  // wall_check, spot_checks, clock, floor_ms, ... (docs/TIMING.md)
 };
@@ -161,6 +166,13 @@ struct Record {
   // The evaluated precision: `precision`, else the protocol's, else fp32 (older records).
   std::string precision_or_default() const;
 };
+
+// What a speedup against `baseline` says, from its 95% interval when there is one: faster or
+// slower only when the interval excludes 1, else no measurable difference; unknown without a
+// speedup. Without an interval (older records) the point estimate decides.
+enum class SpeedupCall { unknown, faster, slower, no_difference };
+SpeedupCall speedup_call(const Timing& timing, const std::string& baseline);
+const char* speedup_call_name(SpeedupCall c);  // "faster" | "slower" | "no measurable difference" | "unknown"
 
 // The record's JSON (docs/RECORD.md): the only place its keys are written.
 nlohmann::json to_json(const Record& record);

@@ -69,7 +69,7 @@ class SeedSource {
 };
 
 // The verdicts of a finished record, in display order (record/record.h has their enum).
-inline constexpr const char* kVerdicts[] = {"correct",  "wrong_output", "compile_error", "runtime_error",
+inline constexpr const char* kVerdicts[] = {"correct",  "wrong_output", "flaky", "compile_error", "runtime_error",
                                             "timeout",  "crashed",      "rejected",      "problem_error"};
 
 }  // namespace kbv

@@ -298,5 +298,37 @@ TEST(Decide, ChecksAndFindings) {
   EXPECT_FALSE(rej.correctness);
 }
 
+// speedup_ci95 is typed, and decides what a speedup says: only an interval that excludes 1 is a
+// win or a loss.
+TEST(Record, SpeedupIntervalDecidesWinLossOrNoDifference) {
+  json j = {{"verdict", "correct"},
+            {"timing",
+             {{"speedup", {{"tf32", 1.4}, {"fp32", 1.02}, {"compile", 0.5}}},
+              {"speedup_ci95", {{"tf32", {1.2, 1.6}}, {"fp32", {0.97, 1.08}}, {"compile", {0.45, 0.55}}}},
+              {"pairs", 8},
+              {"threads", 1}}}};
+  RecordRead r = record_from_json(j);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.record.timing && r.record.timing->speedup_ci95);
+  const Timing& t = *r.record.timing;
+  EXPECT_EQ(t.pairs, 8);
+  EXPECT_EQ(t.threads, 1);
+  EXPECT_EQ(speedup_call(t, "tf32"), SpeedupCall::faster);
+  EXPECT_EQ(speedup_call(t, "fp32"), SpeedupCall::no_difference);
+  EXPECT_EQ(speedup_call(t, "compile"), SpeedupCall::slower);
+  EXPECT_EQ(speedup_call(t, "missing"), SpeedupCall::unknown);
+  EXPECT_STREQ(speedup_call_name(SpeedupCall::no_difference), "no measurable difference");
+  EXPECT_EQ(to_json(r.record)["timing"]["speedup_ci95"], j["timing"]["speedup_ci95"]);
+  // An interval of the wrong shape stays untyped, kept verbatim; the point estimate decides.
+  json odd = j;
+  odd["timing"]["speedup_ci95"] = {{"tf32", {1.2}}};
+  RecordRead o = record_from_json(odd);
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o.record.timing->speedup_ci95);
+  EXPECT_EQ(speedup_call(*o.record.timing, "fp32"), SpeedupCall::faster);
+  EXPECT_EQ(to_json(o.record)["timing"]["speedup_ci95"], odd["timing"]["speedup_ci95"]);
+  EXPECT_EQ(parse_verdict("flaky"), Verdict::flaky);
+}
+
 }  // namespace
 }  // namespace kbv
