@@ -281,7 +281,10 @@ Outcome import_command(const ImportOptions& options, const Notify& notify) {
         {kImportProtocol, read.format, sha256_hex(eval_text.text), sha256_hex(hidden_text.text), baseline_hashes});
     std::map<std::string, int> applied;
     for (auto& r : read.records) {
-      for (const auto& b : baselines) applied[b.name] += apply_baseline(r, b) ? 1 : 0;
+      for (const auto& b : baselines) {
+        apply_baseline(r, b);  // may add only a memory ratio: what counts is a speedup
+        applied[b.name] += r.timing && r.timing->speedup && r.timing->speedup->count(b.name) ? 1 : 0;
+      }
       RecordKey key{r.level, r.problem_id, r.sample_id,
                     r.solution_hash.value_or(sha256_hex(to_json(*r.kernelbench).dump())), phash};
       if (std::string e = store->put(key, r); !e.empty()) return Outcome::fail(Status::input_error, e);

@@ -108,6 +108,14 @@ Outcome export_baselines(const BaselineCommandOptions& o, const Discovery& datas
                                                     {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
     ++exported;
   }
+  // Nothing cached: no file. `{}` is not a baseline file (KernelBench-Verified's reader and kbv's
+  // own import both want a level<N> object), and an empty one would replace a good one.
+  if (exported == 0)
+    return Outcome::fail(Status::input_error,
+                         fmt::format("no {} baseline of {} is cached for the {} problem(s) under {} (cache {}): run "
+                                     "`kbv baseline` first; nothing was written",
+                                     o.mode, env.device_name, missing, o.problems_dir.string(),
+                                     o.eval.cache_dir.string()));
   std::string err = o.export_file == "-" ? "" : write_file_atomic(o.export_file, out.dump(2) + "\n");
   if (o.export_file == "-") data(notify, out.dump(2) + "\n");
   if (!err.empty()) return Outcome::fail(Status::input_error, err);

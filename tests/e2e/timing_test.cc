@@ -386,6 +386,13 @@ TEST(Timing, BaselineCommandPrecomputesExportsAndImports) {
   Outcome wrong = kbv_run(with({"--import", (root / "h200.json").string()}), {}, (root / "cache3").string());
   EXPECT_EQ(wrong.code, 1) << wrong.output;
   EXPECT_NE(wrong.output.find("measured on NVIDIA H200"), std::string::npos) << wrong.output;
+
+  // Nothing cached: an error, and no `{}` over a good file (issue 29).
+  Outcome none = kbv_run(with({"--export", round.string()}), {}, (root / "cache4").string());
+  EXPECT_NE(none.code, 0) << none.output;
+  EXPECT_NE(none.output.find("nothing was written"), std::string::npos) << none.output;
+  json kept = json::parse(kbv::read_file(round).text, nullptr, false);
+  EXPECT_TRUE(kept.contains("level1")) << "an empty export replaced a good file: " << kept.dump();
 }
 
 // T20: the cached baseline and device calibration are sealed by the supervisor (src/store/sealed.h).
