@@ -558,11 +558,56 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd,
 
 }  // namespace
 
+uint64_t machine_memory_bytes() {
+  uint64_t total = 0;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
+        total = static_cast<uint64_t>(kb) * 1024;
+        break;
+      }
+    std::fclose(f);
+  }
+  // cgroup v2: this process's group ("0::/path") and its memory.max ("max" or bytes).
+  std::string group;
+  if (std::FILE* f = std::fopen("/proc/self/cgroup", "r")) {
+    char line[4096];
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "0::", 3) == 0) {
+        group = line + 3;
+        while (!group.empty() && (group.back() == '\n' || group.back() == '\r')) group.pop_back();
+      }
+    std::fclose(f);
+  }
+  if (!group.empty())
+    if (std::FILE* f = std::fopen(("/sys/fs/cgroup" + group + "/memory.max").c_str(), "r")) {
+      unsigned long long limit = 0;
+      if (std::fscanf(f, "%llu", &limit) == 1 && limit > 0 && (total == 0 || limit < total)) total = limit;
+      std::fclose(f);
+    }
+  return total;
+}
+
 std::string ExitStatus::describe() const {
   if (exited) return "exited with code " + std::to_string(code);
   if (signaled) {
     std::string text = "killed by signal " + std::to_string(signal);
     if (const char* name = signal_name(signal)) text += std::string(" (") + name + ")";
+    if (signal == SIGKILL && max_rss_bytes > 0) {
+      const double gib = 1024.0 * 1024.0 * 1024.0, peak = static_cast<double>(max_rss_bytes) / gib;
+      const uint64_t machine = machine_memory_bytes();
+      char buf[256];
+      if (machine > 0 && max_rss_bytes * 2 >= machine)
+        std::snprintf(buf, sizeof buf,
+                      " after using %.1f GiB of memory, of the %.1f GiB this machine allows: most likely killed "
+                      "for memory (the kernel's out-of-memory killer)",
+                      peak, static_cast<double>(machine) / gib);
+      else
+        std::snprintf(buf, sizeof buf, " (its peak memory: %.2f GiB)", peak);
+      text += buf;
+    }
     return text;
   }
   return "ended with an unknown status";
@@ -575,11 +620,16 @@ std::optional<Child> spawn(const SpawnOptions& options, std::string& error) {
 std::optional<ExitStatus> try_wait(int pid) {
   int raw = 0;
   for (;;) {
-    pid_t r = ::waitpid(pid, &raw, WNOHANG);
+    struct rusage usage{};
+    pid_t r = ::wait4(pid, &raw, WNOHANG, &usage);
     if (r == 0) return std::nullopt;
     if (r < 0 && errno == EINTR) continue;
     forget_child(pid);
-    if (r == pid) return status_from_wait(raw);
+    if (r == pid) {
+      ExitStatus s = status_from_wait(raw);
+      s.max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
+      return s;
+    }
     // ECHILD: not our child or already reaped; there is nothing left to wait for.
     return ExitStatus{};
   }

@@ -3,6 +3,7 @@
 // whole group (a candidate's own children included), and a sweep for what
 // left the group.
 #pragma once
+#include <cstdint>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -48,8 +49,14 @@ struct ExitStatus {
   int code = 0;             // exit code when exited
   bool signaled = false;
   int signal = 0;
-  std::string describe() const;  // "exited with code 3", "killed by signal 11 (SIGSEGV)"
+  uint64_t max_rss_bytes = 0;  // peak resident memory of the child (and its reaped descendants); 0: not known
+  // "exited with code 3", "killed by signal 11 (SIGSEGV)"; a SIGKILL nobody in kbv sent says the
+  // child's peak memory against this machine's, and "most likely killed for memory" near it.
+  std::string describe() const;
 };
+
+// The memory this process may use: MemTotal, or its cgroup's memory.max when lower. 0: unknown.
+uint64_t machine_memory_bytes();
 
 // Non-blocking check; std::nullopt while the child runs.
 std::optional<ExitStatus> try_wait(int pid);

@@ -162,6 +162,28 @@ TEST_F(Subprocess, ExitCodeAndSignal) {
   EXPECT_EQ(s.describe(), "killed by signal 11 (SIGSEGV)");
 }
 
+// A SIGKILL kbv did not send (the kernel's out-of-memory killer sends one) says the child's peak
+// memory, and "killed for memory" when it used half the machine or more (issue 29: a problem
+// killed for memory while linted was reported as "worker killed by signal 9").
+TEST_F(Subprocess, AKilledChildSaysItsPeakMemory) {
+  SpawnOptions o;
+  o.argv = {"python3", "-c", "import os, signal; b = bytearray(64 << 20); os.kill(os.getpid(), signal.SIGKILL)"};
+  ExitStatus s = run_to_end(o);
+  ASSERT_TRUE(s.signaled);
+  EXPECT_GE(s.max_rss_bytes, 64ull << 20);
+  EXPECT_NE(s.describe().find("killed by signal 9 (SIGKILL) (its peak memory: 0.0"), std::string::npos) << s.describe();
+
+  const uint64_t machine = machine_memory_bytes();
+  ASSERT_GT(machine, 0u);
+  ExitStatus big;
+  big.signaled = true;
+  big.signal = SIGKILL;
+  big.max_rss_bytes = machine - (machine / 10);
+  EXPECT_NE(big.describe().find("most likely killed for memory"), std::string::npos) << big.describe();
+  big.signal = SIGSEGV;  // another signal: no guess
+  EXPECT_EQ(big.describe(), "killed by signal 11 (SIGSEGV)");
+}
+
 TEST_F(Subprocess, TryWaitWhileRunning) {
   SpawnOptions o;
   o.argv = {"sleep", "100"};
