@@ -14,9 +14,11 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "util/clock.h"
 
+#include "record/trust.h"
 #include "report/kernelbench.h"
 #include "store/store.h"
 #include "supervisor/timing_phase.h"
@@ -615,11 +617,17 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
         ++done;
         const bool ok = record.is_correct();
         if (ok) ++correct;
+        // A timed sample's speedups with their intervals, and its timing warnings (record/trust.h).
+        std::string timed;
+        if (record.timing)
+          if (std::string sp = speedups_text(*record.timing); !sp.empty()) timed += " · speedup " + sp;
+        if (std::vector<std::string> w = timing_warning_labels(record); !w.empty())
+          timed += fmt::format(" · timing warnings: {}", fmt::join(w, ", "));
         item_done(notify, i, ok,
-                          fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}", done, total,
+                          fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}{}", done, total,
                                       job.pair.level, job.pair.problem_id, job.pair.sample_id,
                                       verdict_name(record.verdict), record.seconds.value_or(0.0),
-                                      ok ? "" : " - ", ok ? "" : console_reason(record.message)));
+                                      ok ? "" : " - ", ok ? "" : console_reason(record.message), timed));
       }
     });
   for (auto& t : threads) t.join();
