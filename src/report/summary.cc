@@ -357,6 +357,14 @@ RunSummary summarize(const std::string& name, const std::vector<Record>& records
   if (!run.scopes.empty()) run.timing_notice = timing_notice(run.scopes.back());
 
   bool any_timing = !run.baselines_seen.empty();
+  if (any_timing)
+    run.notes.push_back(
+        fast_p_mode == FastPMode::interval
+            ? "fast_p counts a sample when the lower bound of its speedup's 95% interval > p (a sample without an "
+              "interval: its speedup); \"uncertain\": correct samples whose interval straddles p; speedups in "
+              "brackets: 95% intervals (kbv report --fast-p point: KernelBench's definition)"
+            : "fast_p counts a sample when its speedup > p (point estimate, KernelBench's definition); speedups in "
+              "brackets: 95% intervals");
   if (!any_timing)
     run.notes.push_back(
         "speed: not measured (no record carries a speedup; run with timing, or pass --baseline-file "

@@ -275,11 +275,6 @@ Table summary_table(const RunSummary& run, size_t index) {
   for (size_t i = 0; i < kFastPThresholds.size(); ++i)
     row("fast_" + threshold(kFastPThresholds[i]) + " (" + b + ")",
         [&, i](const ScopeSummary& s) { return fast_cell(speed_of(gate_of(s, headline_gate(s)).speed, b), i); });
-  row("fast_p counts a sample when", [&](const ScopeSummary&) {
-    return text(run.fast_p_mode == FastPMode::interval
-                    ? "the lower bound of its speedup's 95% interval > p (uncertain: the interval straddles p)"
-                    : "its speedup > p (point estimate, KernelBench's definition)");
-  });
   row("geomean speedup, correct (" + b + ")", [&](const ScopeSummary& s) {
     const auto& m = speed_of(gate_of(s, headline_gate(s)).speed, b);
     return speed_cell(m, m.geomean_correct, m.geomean_correct_ci95);
