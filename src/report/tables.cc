@@ -35,10 +35,7 @@ Cell speed_cell(const SpeedMetrics& m, const std::optional<double>& value,
 // straddles the threshold ("52.0% · 3 uncertain").
 Cell fast_cell(const SpeedMetrics& m, size_t i) {
   if (!m.measured) return text(kNotMeasured, "na");
-  std::string s = format_rate(m.fast_p[i]);
-  if (m.mode == FastPMode::interval && m.fast_p_uncertain[i] > 0)
-    s += fmt::format(" · {} uncertain", m.fast_p_uncertain[i]);
-  return number(s, m.fast_p[i]);
+  return number(format_fast_p(m, i), m.fast_p[i]);
 }
 
 Cell memory_efficiency_cell(const MemoryMetrics& m) {
@@ -104,6 +101,13 @@ std::string format_speedup(double x) {
   if (x >= 100) return fmt::format("{:.0f}×", x);
   if (x >= 10) return fmt::format("{:.1f}×", x);
   return fmt::format("{:.2f}×", x);
+}
+
+std::string format_fast_p(const SpeedMetrics& m, size_t i) {
+  std::string s = format_rate(m.fast_p[i]);
+  if (m.mode == FastPMode::interval && m.fast_p_uncertain[i] > 0)
+    s += fmt::format(" · {} uncertain", m.fast_p_uncertain[i]);
+  return s;
 }
 
 std::string format_speedup_ci(double x, const std::optional<Interval>& ci) {
