@@ -99,4 +99,14 @@ std::string speedups_text(const Timing& timing) {
   return out;
 }
 
+std::string sample_line_suffix(const Record& record) {
+  std::string out;
+  if (record.timing)
+    if (std::string sp = speedups_text(*record.timing); !sp.empty()) out += " · speedup " + sp;
+  std::string warnings;
+  for (const auto& label : timing_warning_labels(record)) warnings += (warnings.empty() ? "" : ", ") + label;
+  if (!warnings.empty()) out += " · timing warnings: " + warnings;
+  return out;
+}
+
 }  // namespace kbv

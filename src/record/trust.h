@@ -44,4 +44,8 @@ std::string speedup_text(const Timing& timing, const std::string& baseline, int 
 // difference"). "" without speedups.
 std::string speedups_text(const Timing& timing);
 
+// A sample's line in a batch (`kbv eval --run`): " · speedup 1.420x [1.300, 1.550] vs tf32
+// (faster) · timing warnings: host busy", each part only when the record has it; "" for neither.
+std::string sample_line_suffix(const Record& record);
+
 }  // namespace kbv

@@ -14,7 +14,6 @@
 #include <tuple>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "util/clock.h"
 
@@ -618,11 +617,7 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
         const bool ok = record.is_correct();
         if (ok) ++correct;
         // A timed sample's speedups with their intervals, and its timing warnings (record/trust.h).
-        std::string timed;
-        if (record.timing)
-          if (std::string sp = speedups_text(*record.timing); !sp.empty()) timed += " · speedup " + sp;
-        if (std::vector<std::string> w = timing_warning_labels(record); !w.empty())
-          timed += fmt::format(" · timing warnings: {}", fmt::join(w, ", "));
+        const std::string timed = sample_line_suffix(record);
         item_done(notify, i, ok,
                           fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}{}", done, total,
                                       job.pair.level, job.pair.problem_id, job.pair.sample_id,

@@ -94,5 +94,16 @@ TEST(SpeedupText, AMalformedIntervalIsNoInterval) {
   }
 }
 
+TEST(SampleLine, SpeedupsWithIntervalsThenTimingWarnings) {
+  json r = {{"verdict", "correct"},
+            {"findings", json::array({finding("timing_host_busy", "warn")})},
+            {"timing", {{"speedup", {{"tf32", 1.01}}}, {"speedup_ci95", {{"tf32", {0.97, 1.05}}}}}}};
+  EXPECT_EQ(sample_line_suffix(typed(r)),
+            " · speedup 1.010x [0.970, 1.050] vs tf32 (no measurable difference) · timing warnings: host busy");
+  r.erase("findings");
+  EXPECT_EQ(sample_line_suffix(typed(r)), " · speedup 1.010x [0.970, 1.050] vs tf32 (no measurable difference)");
+  EXPECT_EQ(sample_line_suffix(typed(json{{"verdict", "wrong_output"}})), "") << "nothing timed, nothing said";
+}
+
 }  // namespace
 }  // namespace kbv
