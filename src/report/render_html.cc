@@ -669,7 +669,8 @@ std::string render_html(const ReportInput& input) {
     const RunSummary& run = input.runs[i];
     out += fmt::format("<h2>{}</h2><p class=\"meta\">protocol <code>{}</code> · device {}</p>", esc(run.name),
                        esc(run.protocol), esc(run.device.empty() ? "not recorded" : run.device));
-    if (!run.timing_notice.empty()) out += "<p class=\"warn\">" + esc(run.timing_notice) + "</p>";
+    if (!run.timing_notice.empty() && input.runs.size() > 1)  // one run: the top says it
+      out += "<p class=\"warn\">" + esc(run.timing_notice) + "</p>";
     if (!run.notes.empty()) {
       out += "<ul class=\"notes\">";
       for (const auto& n : run.notes) out += "<li>" + esc(n) + "</li>";

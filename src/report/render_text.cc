@@ -188,7 +188,8 @@ std::string render_markdown(const ReportInput& input) {
     const RunSummary& run = input.runs[i];
     out += fmt::format("## {}\n\nprotocol `{}` · device {}\n\n", md_escape(run.name), run.protocol,
                        run.device.empty() ? "not recorded" : md_escape(run.device));
-    if (!run.timing_notice.empty()) out += "- **" + md_escape(run.timing_notice) + "**\n";
+    // Several runs: said again in the run's own section (one run: the top says it).
+    if (!run.timing_notice.empty() && input.runs.size() > 1) out += "- **" + md_escape(run.timing_notice) + "**\n";
     for (const auto& n : run.notes) out += "- " + md_escape(n) + "\n";
     out += "\n";
     if (run.scopes.empty()) {
