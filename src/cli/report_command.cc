@@ -33,6 +33,11 @@ Command add_report_command(CLI::App& app) {
   report->add_option("--precision", report_opts.precision,
                      "only the runs of this precision (default: every precision, side by side: docs/PRECISION.md)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  report->add_option("--fast-p", report_opts.fast_p,
+                     "fast_p counts a sample when its speedup's 95% interval clears p (interval), or its point "
+                     "estimate does (point: KernelBench's definition, for published numbers)")
+      ->check(CLI::IsMember({"interval", "point"}))
+      ->capture_default_str();
   return {report, [s]() {
             kbv::ReportOptions o = s->options;
             for (const auto& r : s->runs) o.runs.emplace_back(r);

@@ -12,6 +12,7 @@
 #include "cli/parse.h"
 #include "queue/worker_loop.h"
 #include "supervisor/queue_job.h"
+#include "supervisor/timing_phase.h"
 #include "record/record.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
@@ -260,6 +261,7 @@ int eval_through_queue(const CLI::App& eval, const std::string& url, const std::
   info(notify, fmt::format("{}: {} (job {}, worker {})", fs::path(solution).filename().string(),
                            verdict_name(read.record.verdict), *id, job->worker));
   info(notify, read.record.message);
+  if (std::string t = timing_summary(read.record); !t.empty()) info(notify, t);  // speedups, intervals, warnings
   if (json_out == "-") {
     data(notify, job->record.dump(2) + "\n");
   } else if (!json_out.empty()) {

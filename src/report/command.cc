@@ -174,6 +174,12 @@ Outcome report_command(const ReportOptions& options, const Notify& notify) {
                              ? fmt::format("--out {}: kbv writes .md, .html, .csv or .json reports (or give --format)",
                                            options.out)
                              : fmt::format("--format {}: use md, html, csv or json", options.format));
+  const std::optional<FastPMode> fast_p_mode = parse_fast_p_mode(options.fast_p);
+  if (!fast_p_mode)
+    return Outcome::fail(Status::input_error,
+                         fmt::format("--fast-p {}: use interval (a sample counts when its speedup's 95% interval "
+                                     "clears p) or point (KernelBench's definition)",
+                                     options.fast_p));
   std::string error;
   std::vector<BaselineTimes> baselines = read_baselines(options.baseline_files, error);
   if (!error.empty()) return Outcome::fail(Status::input_error, error);
@@ -211,7 +217,7 @@ Outcome report_command(const ReportOptions& options, const Notify& notify) {
         }
       std::string name = names.count(run.name) ? fmt::format("{} ({})", run.name, dir.string()) : run.name;
       names.insert(name);
-      RunSummary summary = summarize(name, run.records, problems, options.baseline);
+      RunSummary summary = summarize(name, run.records, problems, options.baseline, *fast_p_mode);
       summary.notes.insert(summary.notes.begin(), run.notes.begin(), run.notes.end());
       if (summary.protocol.empty()) summary.protocol = run.protocol;
       summary.precision = run.precision;

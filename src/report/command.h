@@ -38,6 +38,7 @@ struct ReportOptions {
   std::vector<std::string> baseline_files;  // [NAME=]PATH, applied to imported runs
   std::optional<int> level;                 // for a plain eval_results.json
   std::string precision;                    // fp32 | bf16 | fp16: only runs of that precision; empty: all
+  std::string fast_p = "interval";          // interval | point: fast_p's definition (docs/METRICS.md)
 };
 // Ok when written (to stdout: a data notice); input_error on unusable input.
 Outcome report_command(const ReportOptions& options, const Notify& notify);

@@ -1,7 +1,9 @@
 // Leaderboard metrics (docs/METRICS.md).
 #include "report/metrics.h"
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 namespace kbv {
 
@@ -11,6 +13,78 @@ double fast_p(std::span<const Scored> slots, double p) {
   for (const auto& s : slots)
     if (s.correct && s.speedup && *s.speedup > p) ++count;
   return static_cast<double>(count) / static_cast<double>(slots.size());
+}
+
+const char* fast_p_mode_name(FastPMode mode) { return mode == FastPMode::point ? "point" : "interval"; }
+
+std::optional<FastPMode> parse_fast_p_mode(const std::string& name) {
+  if (name == "interval") return FastPMode::interval;
+  if (name == "point") return FastPMode::point;
+  return std::nullopt;
+}
+
+double fast_p(std::span<const Scored> slots, double p, FastPMode mode) {
+  if (mode == FastPMode::point) return fast_p(slots, p);
+  if (slots.empty()) return 0;
+  size_t count = 0;
+  for (const auto& s : slots)
+    if (s.correct && s.speedup && (s.ci ? s.ci->first : *s.speedup) > p) ++count;
+  return static_cast<double>(count) / static_cast<double>(slots.size());
+}
+
+int fast_p_uncertain(std::span<const Scored> slots, double p) {
+  int count = 0;
+  for (const auto& s : slots)
+    if (s.correct && s.speedup && s.ci && s.ci->first <= p && s.ci->second > p) ++count;
+  return count;
+}
+
+std::optional<Interval> geomean_interval(std::span<const Estimate> values, uint64_t seed, int replicates) {
+  if (values.empty() || replicates < 1) return std::nullopt;
+  // Per entry: log of the value, and the log-normal's sigma below and above it.
+  struct Log {
+    double mu, below, above;
+  };
+  std::vector<Log> logs;
+  for (const auto& e : values) {
+    if (!(e.value > 0) || !std::isfinite(e.value)) return std::nullopt;
+    Log l{std::log(e.value), 0, 0};
+    if (e.ci && e.ci->first > 0 && std::isfinite(e.ci->first) && std::isfinite(e.ci->second)) {
+      l.below = std::abs(l.mu - std::log(e.ci->first)) / 1.96;
+      l.above = std::abs(std::log(e.ci->second) - l.mu) / 1.96;
+    }
+    logs.push_back(l);
+  }
+  // mt19937_64 and the draws below are fully specified: the same on every platform.
+  std::mt19937_64 rng(seed);
+  auto uniform = [&] { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; };  // (0, 1)
+  auto normal = [&] {
+    return std::sqrt(-2.0 * std::log(uniform())) * std::cos(2.0 * 3.14159265358979323846 * uniform());
+  };
+  const uint64_t n = logs.size();
+  std::vector<double> means;
+  means.reserve(static_cast<size_t>(replicates));
+  for (int r = 0; r < replicates; ++r) {
+    double sum = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      const Log& l = logs[static_cast<size_t>(rng() % n)];
+      double draw = l.mu;
+      if (l.below > 0 || l.above > 0) {
+        const double z = normal();
+        draw += z * (z < 0 ? l.below : l.above);
+      }
+      sum += draw;
+    }
+    means.push_back(sum / static_cast<double>(n));
+  }
+  std::sort(means.begin(), means.end());
+  auto quantile = [&](double q) {  // linear between the order statistics
+    const double at = q * static_cast<double>(means.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(at));
+    const size_t hi = std::min(lo + 1, means.size() - 1);
+    return means[lo] + (at - static_cast<double>(lo)) * (means[hi] - means[lo]);
+  };
+  return Interval{std::exp(quantile(0.025)), std::exp(quantile(0.975))};
 }
 
 std::optional<double> geomean(std::span<const double> values) {
@@ -66,18 +140,29 @@ std::optional<size_t> best_of_n(std::span<const Scored> samples) {
   return best;
 }
 
-SpeedMetrics speed_metrics(std::span<const Scored> slots) {
+SpeedMetrics speed_metrics(std::span<const Scored> slots, FastPMode mode) {
   SpeedMetrics m;
+  m.mode = mode;
   m.slots = static_cast<int>(slots.size());
+  std::vector<Estimate> correct, faster;
   for (const auto& s : slots) {
     if (!s.correct) continue;
     ++m.correct;
-    if (s.speedup) ++m.timed;
+    if (!s.speedup) continue;
+    ++m.timed;
+    if (!s.ci) ++m.timed_without_interval;
+    correct.push_back({*s.speedup, s.ci});
+    if (*s.speedup > 1.0) faster.push_back({*s.speedup, s.ci});
   }
   m.measured = m.correct == 0 || m.timed > 0;
-  for (size_t i = 0; i < kFastPThresholds.size(); ++i) m.fast_p[i] = fast_p(slots, kFastPThresholds[i]);
+  for (size_t i = 0; i < kFastPThresholds.size(); ++i) {
+    m.fast_p[i] = fast_p(slots, kFastPThresholds[i], mode);
+    m.fast_p_uncertain[i] = fast_p_uncertain(slots, kFastPThresholds[i]);
+  }
   m.geomean_correct = geomean_speedup_correct(slots);
   m.geomean_correct_and_faster = geomean_speedup_correct_and_faster(slots);
+  if (m.geomean_correct) m.geomean_correct_ci95 = geomean_interval(correct);
+  if (m.geomean_correct_and_faster) m.geomean_correct_and_faster_ci95 = geomean_interval(faster);
   return m;
 }
 

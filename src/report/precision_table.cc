@@ -53,7 +53,7 @@ Table precision_table(const ReportInput& input) {
         continue;
       }
       const SpeedMetrics& m = sp->second;
-      row.push_back(Cell{format_rate(m.fast_p[kFast1]), m.fast_p[kFast1], ""});
+      row.push_back(Cell{format_fast_p(m, kFast1), m.fast_p[kFast1], ""});
       if (m.geomean_correct)
         row.push_back(Cell{format_speedup(*m.geomean_correct), *m.geomean_correct, *m.geomean_correct >= 1.0 ? "good" : "bad"});
       else

@@ -55,6 +55,16 @@ Table precision_table(const ReportInput& input);
 // Formatting shared by the renderers.
 std::string format_rate(double rate);                 // "52.0%"
 std::string format_speedup(double x);                 // "1.43×"
+// fast_p at threshold i: "52.0%", under the interval definition with the correct samples whose
+// interval straddles the threshold ("52.0% · 3 uncertain").
+std::string format_fast_p(const SpeedMetrics& m, size_t i);
+// "1.43× [1.30, 1.55]": the speedup and its 95% interval; without one, format_speedup.
+std::string format_speedup_ci(double x, const std::optional<Interval>& ci);
+// A sample's speedup against `baseline`: with its interval, and "no measurable difference" when
+// the interval contains 1 (record.h's speedup_call); "" when it has none.
+Cell speedup_cell(const SampleView& v, const std::string& baseline);
+// "3 of 10 (host busy 3, throttled 1)": a scope's timed samples with a timing warning, by label.
+std::string timing_warnings_text(const ScopeSummary& scope);
 std::string format_count_rate(int count, int total);  // "52.0% (52/100)"
 
 }  // namespace kbv

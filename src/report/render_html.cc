@@ -523,7 +523,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",A
   color:#212121;background:#fff}
 h1{font-size:22px;margin:0 0 6px}h2{font-size:18px;margin:28px 0 6px;border-bottom:1px solid #e0e0e0;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}
-.meta{color:#616161}ul.notes{color:#424242;margin:4px 0 10px;padding-left:20px}
+.meta{color:#616161}p.warn{background:#fff3e0;border-left:4px solid #e65100;padding:6px 10px}ul.notes{color:#424242;margin:4px 0 10px;padding-left:20px}
 table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #e0e0e0;padding:3px 8px;text-align:right;vertical-align:top}
 th{background:#f5f5f5;font-weight:600}td:first-child,th:first-child{text-align:left}
@@ -644,6 +644,9 @@ std::string render_html(const ReportInput& input) {
     for (const auto& n : input.notes) out += "<li>" + esc(n) + "</li>";
     out += "</ul>";
   }
+  for (const auto& run : input.runs)
+    if (!run.timing_notice.empty())
+      out += "<p class=\"warn\"><b>Warning (" + esc(run.name) + "):</b> " + esc(run.timing_notice) + "</p>";
   if (input.runs.size() > 1) {
     out += "<h2>Leaderboard</h2>";
     html_table(out, leaderboard_table(input));
@@ -666,6 +669,8 @@ std::string render_html(const ReportInput& input) {
     const RunSummary& run = input.runs[i];
     out += fmt::format("<h2>{}</h2><p class=\"meta\">protocol <code>{}</code> · device {}</p>", esc(run.name),
                        esc(run.protocol), esc(run.device.empty() ? "not recorded" : run.device));
+    if (!run.timing_notice.empty() && input.runs.size() > 1)  // one run: the top says it
+      out += "<p class=\"warn\">" + esc(run.timing_notice) + "</p>";
     if (!run.notes.empty()) {
       out += "<ul class=\"notes\">";
       for (const auto& n : run.notes) out += "<li>" + esc(n) + "</li>";

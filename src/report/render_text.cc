@@ -85,8 +85,19 @@ nlohmann::ordered_json speed_json(const SpeedMetrics& m) {
   for (size_t i = 0; i < kFastPThresholds.size(); ++i)
     fp[fmt::format("{:g}", kFastPThresholds[i])] = m.measured ? nlohmann::ordered_json(m.fast_p[i]) : nullptr;
   j["fast_p"] = fp;
+  j["fast_p_definition"] = fast_p_mode_name(m.mode);
+  nlohmann::ordered_json uncertain = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < kFastPThresholds.size(); ++i)
+    uncertain[fmt::format("{:g}", kFastPThresholds[i])] = m.fast_p_uncertain[i];
+  j["fast_p_uncertain"] = uncertain;
+  j["timed_without_interval"] = m.timed_without_interval;
+  auto interval = [&](const std::optional<Interval>& ci) {
+    return m.measured && ci ? nlohmann::ordered_json::array({ci->first, ci->second}) : nlohmann::ordered_json(nullptr);
+  };
   j["geomean_speedup_correct"] = m.measured ? optional_json(m.geomean_correct) : nullptr;
+  j["geomean_speedup_correct_ci95"] = interval(m.geomean_correct_ci95);
   j["geomean_speedup_correct_and_faster"] = m.measured ? optional_json(m.geomean_correct_and_faster) : nullptr;
+  j["geomean_speedup_correct_and_faster_ci95"] = interval(m.geomean_correct_and_faster_ci95);
   return j;
 }
 
@@ -134,6 +145,11 @@ nlohmann::ordered_json sample_json(const SampleView& v) {
   j["hidden"] = optional_json(v.hidden);
   j["standard_incomplete"] = v.standard_incomplete;
   j["speedup"] = v.speedup;
+  j["speedup_ci95"] = nlohmann::ordered_json::object();
+  for (const auto& [b, ci] : v.speedup_ci95) j["speedup_ci95"][b] = {ci.first, ci.second};
+  j["speedup_call"] = nlohmann::ordered_json::object();
+  for (const auto& [b, c] : v.calls) j["speedup_call"][b] = speedup_call_name(c);
+  j["timing_warnings"] = v.timing_warnings;
   j["memory_ratio"] = v.memory_ratio;
   if (!v.memory_note.empty()) j["memory_note"] = v.memory_note;
   j["speed_of_light"] = optional_json(v.speed_of_light);
@@ -154,6 +170,9 @@ std::string render_markdown(const ReportInput& input) {
       input.baseline);
   for (const auto& n : input.notes) out += "- " + md_escape(n) + "\n";
   out += "\n";
+  for (const auto& run : input.runs)
+    if (!run.timing_notice.empty())
+      out += fmt::format("> **Warning ({}):** {}\n\n", md_escape(run.name), md_escape(run.timing_notice));
   if (input.runs.size() > 1) {
     out += "## Leaderboard\n\n";
     md_table(out, leaderboard_table(input));
@@ -169,6 +188,8 @@ std::string render_markdown(const ReportInput& input) {
     const RunSummary& run = input.runs[i];
     out += fmt::format("## {}\n\nprotocol `{}` · device {}\n\n", md_escape(run.name), run.protocol,
                        run.device.empty() ? "not recorded" : md_escape(run.device));
+    // Several runs: said again in the run's own section (one run: the top says it).
+    if (!run.timing_notice.empty() && input.runs.size() > 1) out += "- **" + md_escape(run.timing_notice) + "**\n";
     for (const auto& n : run.notes) out += "- " + md_escape(n) + "\n";
     out += "\n";
     if (run.scopes.empty()) {
@@ -199,6 +220,13 @@ std::string render_csv(const ReportInput& input) {
   for (const auto& b : baselines) header.push_back("memory_ratio_" + b);
   for (const char* h : {"speed_of_light", "runtime_ms", "failed_distributions", "cheats", "reason"})
     header.push_back(h);
+  // Added after `reason` so that older readers' column positions hold.
+  for (const auto& b : baselines) {
+    header.push_back("speedup_ci95_low_" + b);
+    header.push_back("speedup_ci95_high_" + b);
+    header.push_back("speedup_call_" + b);
+  }
+  header.push_back("timing_warnings");
   std::string out = fmt::format("{}\n", fmt::join(header, ","));
   auto tri = [](const std::optional<bool>& b) { return b ? (*b ? "true" : "false") : ""; };
   auto num = [](const std::map<std::string, double>& m, const std::string& k) {
@@ -224,6 +252,14 @@ std::string render_csv(const ReportInput& input) {
       f.push_back(csv_field(fmt::format("{}", fmt::join(v.failed_distributions, " "))));
       f.push_back(csv_field(fmt::format("{}", fmt::join(v.cheats, "; "))));
       f.push_back(csv_field(v.reason));
+      for (const auto& b : baselines) {
+        auto ci = v.speedup_ci95.find(b);
+        f.push_back(ci == v.speedup_ci95.end() ? "" : fmt::format("{:.6g}", ci->second.first));
+        f.push_back(ci == v.speedup_ci95.end() ? "" : fmt::format("{:.6g}", ci->second.second));
+        auto call = v.calls.find(b);
+        f.push_back(call == v.calls.end() ? "" : csv_field(speedup_call_name(call->second)));
+      }
+      f.push_back(csv_field(fmt::format("{}", fmt::join(v.timing_warnings, "; "))));
       out += fmt::format("{}\n", fmt::join(f, ","));
     }
   return out;
@@ -245,6 +281,8 @@ nlohmann::ordered_json render_json(const ReportInput& input) {
     r["baseline"] = run.baseline;
     r["baselines_seen"] = run.baselines_seen;
     r["notes"] = run.notes;
+    r["fast_p_definition"] = fast_p_mode_name(run.fast_p_mode);
+    r["timing_notice"] = run.timing_notice.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(run.timing_notice);
     // What `kbv generate` recorded in the folder; null when it recorded nothing (or not that).
     const GenerationSummary& g = run.generation;
     r["generation"] = g.records == 0 ? nlohmann::ordered_json(nullptr)
@@ -276,6 +314,9 @@ nlohmann::ordered_json render_json(const ReportInput& input) {
       sj["verdicts"] = s.verdicts;
       sj["failed_distributions"] = s.failed_distributions;
       sj["cheats"] = s.cheats;
+      sj["timed"] = s.timed;
+      sj["timing_warned"] = s.timing_warned;
+      sj["timing_warnings"] = s.timing_warnings;
       r["scopes"].push_back(std::move(sj));
     }
     r["samples"] = nlohmann::ordered_json::array();

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "record/trust.h"
+
 namespace kbv {
 namespace {
 
@@ -65,6 +67,19 @@ void native_gates(const Record& record, SampleView& v) {
     v.standard_incomplete = order[dists.size() % order.size()] != "D1";
 }
 
+// More than half of the timed samples carry a timing warning: the run's speedups are mostly
+// unreliable, and the top of the report says so with the commonest warnings.
+std::string timing_notice(const ScopeSummary& s) {
+  if (s.timed == 0 || 2 * s.timing_warned <= s.timed) return "";
+  std::vector<std::pair<std::string, int>> labels(s.timing_warnings.begin(), s.timing_warnings.end());
+  std::stable_sort(labels.begin(), labels.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [label, n] : labels) parts.push_back(fmt::format("{} {}", label, n));
+  return fmt::format("most speedups of this run are unreliable: {} of {} timed samples carry a timing warning ({}); "
+                     "see each sample's timing warnings and time again on an idle host (docs/TIMING.md)",
+                     s.timing_warned, s.timed, fmt::join(parts, ", "));
+}
+
 std::string verdict_from_flags(const Record& record) {
   if (record.correctness) return "correct";
   return record.compiled ? "wrong_output" : "compile_error";
@@ -104,10 +119,15 @@ SampleView view_of(const Record& record) {
 
   if (record.timing) {
     for (const auto& [baseline, x] : record.timing->speedup.value_or(std::map<std::string, double>{}))
-      if (auto s = positive(x)) v.speedup[baseline] = *s;
+      if (auto s = positive(x)) {
+        v.speedup[baseline] = *s;
+        if (auto ci = speedup_interval(*record.timing, baseline)) v.speedup_ci95[baseline] = *ci;
+        v.calls[baseline] = speedup_call(*record.timing, baseline);
+      }
     if (auto s = positive(record.timing->speed_of_light)) v.speed_of_light = *s;
   }
   if (auto r = positive(record.runtime)) v.runtime_ms = *r;
+  v.timing_warnings = timing_warning_labels(record);
   const Memory memory = record.memory.value_or(Memory{});
   if (memory.measured.value_or(false)) {
     for (const auto& [baseline, x] : memory.ratio.value_or(std::map<std::string, double>{}))
@@ -132,7 +152,7 @@ namespace {
 using ProblemGroup = std::vector<const SampleView*>;
 
 GateSummary gate_summary(const std::vector<ProblemGroup>& problems, Gate gate, const std::string& baseline,
-                         const std::vector<int>& ks) {
+                         const std::vector<int>& ks, FastPMode mode) {
   GateSummary g;
   int slots = 0;
   for (const auto& p : problems)
@@ -145,8 +165,9 @@ GateSummary gate_summary(const std::vector<ProblemGroup>& problems, Gate gate, c
   g.correct_rate = slots ? static_cast<double>(g.correct) / slots : 0;
 
   auto scored = [&](const SampleView* v, const std::string& b) {
-    Scored s{v->passes(gate), std::nullopt};
+    Scored s{v->passes(gate), std::nullopt, std::nullopt};
     if (auto it = v->speedup.find(b); it != v->speedup.end()) s.speedup = it->second;
+    if (auto it = v->speedup_ci95.find(b); it != v->speedup_ci95.end()) s.ci = it->second;
     return s;
   };
   auto memory_of = [&](const SampleView* v) {
@@ -164,8 +185,8 @@ GateSummary gate_summary(const std::vector<ProblemGroup>& problems, Gate gate, c
       auto i = best_of_n(mine);
       best.push_back(i ? mine[*i] : Scored{});
     }
-    g.speed[b] = speed_metrics(all);
-    g.best_speed[b] = speed_metrics(best);
+    g.speed[b] = speed_metrics(all, mode);
+    g.best_speed[b] = speed_metrics(best, mode);
   }
 
   std::vector<MemoryScored> memory, best_memory;
@@ -203,7 +224,7 @@ GateSummary gate_summary(const std::vector<ProblemGroup>& problems, Gate gate, c
 }
 
 ScopeSummary scope_summary(const std::string& name, int level, const std::vector<ProblemGroup>& problems,
-                           const std::string& baseline) {
+                           const std::string& baseline, FastPMode mode) {
   ScopeSummary s;
   s.name = name;
   s.level = level;
@@ -222,24 +243,30 @@ ScopeSummary scope_summary(const std::string& name, int level, const std::vector
       ++s.verdicts[v->verdict];
       for (const auto& d : v->failed_distributions) ++s.failed_distributions[d];
       for (const auto& c : v->cheats) ++s.cheats[c];
+      for (const auto& w : v->timing_warnings) ++s.timing_warnings[w];
+      if (!v->speedup.empty() || v->runtime_ms) {
+        ++s.timed;
+        if (!v->timing_warnings.empty()) ++s.timing_warned;
+      }
     }
   }
   s.samples_per_problem = sizes.size() == 1 ? static_cast<int>(*sizes.begin()) : 0;  // 0: varies
   s.compile_rate = s.slots ? static_cast<double>(s.compiled) / s.slots : 0;
   int min_samples = sizes.empty() ? 0 : static_cast<int>(*sizes.begin());
   std::vector<int> ks = pass_at_k_values(min_samples);
-  s.standard = gate_summary(problems, Gate::standard, baseline, ks);
-  s.hidden = gate_summary(problems, Gate::hidden, baseline, ks);
+  s.standard = gate_summary(problems, Gate::standard, baseline, ks, mode);
+  s.hidden = gate_summary(problems, Gate::hidden, baseline, ks, mode);
   return s;
 }
 
 }  // namespace
 
 RunSummary summarize(const std::string& name, const std::vector<Record>& records,
-                     const std::vector<ProblemSlot>& problems, const std::string& baseline) {
+                     const std::vector<ProblemSlot>& problems, const std::string& baseline, FastPMode fast_p_mode) {
   RunSummary run;
   run.name = name;
   run.baseline = baseline;
+  run.fast_p_mode = fast_p_mode;
 
   std::map<std::tuple<int, int, int>, SampleView> by_slot;
   std::map<int, std::set<int>> sample_ids;  // level -> sample ids seen
@@ -323,12 +350,21 @@ RunSummary summarize(const std::string& name, const std::vector<Record>& records
   }
   std::vector<ProblemGroup> all;
   for (const auto& [level, groups] : levels) {
-    run.scopes.push_back(scope_summary(fmt::format("level {}", level), level, groups, baseline));
+    run.scopes.push_back(scope_summary(fmt::format("level {}", level), level, groups, baseline, fast_p_mode));
     all.insert(all.end(), groups.begin(), groups.end());
   }
-  if (levels.size() > 1) run.scopes.push_back(scope_summary("all", 0, all, baseline));
+  if (levels.size() > 1) run.scopes.push_back(scope_summary("all", 0, all, baseline, fast_p_mode));
+  if (!run.scopes.empty()) run.timing_notice = timing_notice(run.scopes.back());
 
   bool any_timing = !run.baselines_seen.empty();
+  if (any_timing)
+    run.notes.push_back(
+        fast_p_mode == FastPMode::interval
+            ? "fast_p counts a sample when the lower bound of its speedup's 95% interval > p (a sample without an "
+              "interval: its speedup); \"uncertain\": correct samples whose interval straddles p; speedups in "
+              "brackets: 95% intervals (kbv report --fast-p point: KernelBench's definition)"
+            : "fast_p counts a sample when its speedup > p (point estimate, KernelBench's definition); speedups in "
+              "brackets: 95% intervals");
   if (!any_timing)
     run.notes.push_back(
         "speed: not measured (no record carries a speedup; run with timing, or pass --baseline-file "

@@ -35,6 +35,9 @@ struct SampleView {
   std::optional<bool> hidden;                     // passed every distribution; absent: hidden distributions not run
   bool standard_incomplete = false;               // D1 checks that ran passed, but a failure elsewhere stopped them
   std::map<std::string, double> speedup;          // per baseline: baseline time / candidate time
+  std::map<std::string, Interval> speedup_ci95;   // per baseline: its 95% interval, when the record has one
+  std::map<std::string, SpeedupCall> calls;       // per baseline: faster, slower, no measurable difference
+  std::vector<std::string> timing_warnings;       // short labels of the record's timing warnings (record/trust.h)
   std::map<std::string, double> memory_ratio;     // per baseline: baseline peak / candidate peak bytes
   std::string memory_note;                        // why memory was not measured, when the record says
   std::optional<double> speed_of_light;           // timing.speed_of_light (0..1)
@@ -82,6 +85,9 @@ struct ScopeSummary {
   std::map<std::string, int> verdicts;              // verdict -> slots ("missing" included)
   std::map<std::string, int> failed_distributions;  // distribution -> samples with a failure there
   std::map<std::string, int> cheats;                // "T8 input_mutation" -> samples
+  int timed = 0;                                    // samples with a speedup or a candidate time
+  int timing_warned = 0;                            // of those, samples with a timing warning
+  std::map<std::string, int> timing_warnings;       // timing warning label -> samples
 };
 
 // The problems a run is scored over (the denominator).
@@ -103,12 +109,17 @@ struct RunSummary {
   std::vector<SampleView> samples;          // every slot, by level, problem, sample
   std::vector<std::string> baselines_seen;  // baselines any sample has a speedup against
   GenerationSummary generation;             // what `kbv generate` recorded in the folder (records == 0: none)
+  FastPMode fast_p_mode = FastPMode::interval;  // the fast_p definition of its metrics (docs/METRICS.md)
+  // Said at the top of every report: more than half of the timed samples carry a timing warning,
+  // so most of its speedups are unreliable. Empty otherwise.
+  std::string timing_notice;
 };
 
 // Scores `records` (one protocol's latest record per sample) over `problems`; when `problems` is
 // empty, over the problems that have a record (and a note says so).
 RunSummary summarize(const std::string& name, const std::vector<Record>& records,
-                     const std::vector<ProblemSlot>& problems, const std::string& baseline);
+                     const std::vector<ProblemSlot>& problems, const std::string& baseline,
+                     FastPMode fast_p_mode = FastPMode::interval);
 
 // The k values reported for pass@k with s samples per problem: 1, 5, 10, 100 up to s, and s.
 std::vector<int> pass_at_k_values(int samples_per_problem);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "record/trust.h"
 #include "report/render.h"
 
 namespace kbv {
@@ -21,16 +22,20 @@ const GateSummary& gate_of(const ScopeSummary& s, Gate g) { return g == Gate::st
 
 std::string gate_label(Gate g) { return g == Gate::hidden ? "hidden distributions" : "standard check"; }
 
-// A speedup aggregate: "1.43×", "none (0 correct)", or "not measured".
-Cell speed_cell(const SpeedMetrics& m, const std::optional<double>& value) {
+// A speedup aggregate: "1.43× [1.20, 1.70]" (its 95% interval), "none (0 correct)", or "not measured".
+Cell speed_cell(const SpeedMetrics& m, const std::optional<double>& value,
+                const std::optional<Interval>& ci = std::nullopt) {
   if (!m.measured) return text(kNotMeasured, "na");
   if (!value) return text(m.correct == 0 ? "none (0 correct)" : "none", "na");
-  return number(format_speedup(*value), *value, *value >= 1.0 ? "good" : "bad");
+  const std::string tone = ci && ci->first <= 1.0 && ci->second >= 1.0 ? "" : *value >= 1.0 ? "good" : "bad";
+  return number(format_speedup_ci(*value, ci), *value, tone);
 }
 
+// fast_p at threshold i; under the interval definition, with the correct samples whose interval
+// straddles the threshold ("52.0% · 3 uncertain").
 Cell fast_cell(const SpeedMetrics& m, size_t i) {
   if (!m.measured) return text(kNotMeasured, "na");
-  return number(format_rate(m.fast_p[i]), m.fast_p[i]);
+  return number(format_fast_p(m, i), m.fast_p[i]);
 }
 
 Cell memory_efficiency_cell(const MemoryMetrics& m) {
@@ -98,6 +103,50 @@ std::string format_speedup(double x) {
   return fmt::format("{:.2f}×", x);
 }
 
+std::string format_fast_p(const SpeedMetrics& m, size_t i) {
+  std::string s = format_rate(m.fast_p[i]);
+  if (m.mode == FastPMode::interval && m.fast_p_uncertain[i] > 0)
+    s += fmt::format(" · {} uncertain", m.fast_p_uncertain[i]);
+  return s;
+}
+
+std::string format_speedup_ci(double x, const std::optional<Interval>& ci) {
+  std::string s = format_speedup(x);
+  if (!ci) return s;
+  auto end = [](double v) {  // the precision format_speedup gives, without the sign
+    std::string e = format_speedup(v);
+    return e.substr(0, e.size() - std::string("×").size());
+  };
+  return s + " [" + end(ci->first) + ", " + end(ci->second) + "]";
+}
+
+Cell speedup_cell(const SampleView& v, const std::string& baseline) {
+  auto it = v.speedup.find(baseline);
+  if (it == v.speedup.end()) return text("");
+  std::optional<Interval> ci;
+  if (auto c = v.speedup_ci95.find(baseline); c != v.speedup_ci95.end()) ci = c->second;
+  std::string s = format_speedup_ci(it->second, ci);
+  auto call = v.calls.find(baseline);
+  const SpeedupCall c = call == v.calls.end() ? SpeedupCall::unknown : call->second;
+  if (ci && c == SpeedupCall::no_difference) return number(s + " " + speedup_call_name(c), it->second);
+  return number(s, it->second, it->second >= 1 ? "good" : "bad");
+}
+
+std::string timing_warnings_text(const ScopeSummary& s) {
+  if (s.timed == 0) return "no timed samples";
+  std::string out = fmt::format("{} of {}", s.timing_warned, s.timed);
+  std::vector<std::string> parts;
+  for (const auto& label : timing_warning_label_order())
+    if (auto it = s.timing_warnings.find(label); it != s.timing_warnings.end())
+      parts.push_back(fmt::format("{} {}", label, it->second));
+  for (const auto& [label, n] : s.timing_warnings)  // a label of a newer kbv
+    if (std::find(timing_warning_label_order().begin(), timing_warning_label_order().end(), label) ==
+        timing_warning_label_order().end())
+      parts.push_back(fmt::format("{} {}", label, n));
+  if (!parts.empty()) out += fmt::format(" ({})", fmt::join(parts, ", "));
+  return out;
+}
+
 std::string format_count_rate(int count, int total) {
   return fmt::format("{} ({}/{})", format_rate(total ? static_cast<double>(count) / total : 0.0), count, total);
 }
@@ -152,9 +201,9 @@ Table leaderboard_table(const ReportInput& input) {
         s.standard.available ? rate_cell(s.standard.correct_rate, s.standard.correct, s.slots) : text(kNotRun, "na"),
         s.hidden.available ? rate_cell(s.hidden.correct_rate, s.hidden.correct, s.slots) : text(kNotRun, "na"),
         fast_cell(per_slot, kFast1),
-        speed_cell(per_slot, per_slot.geomean_correct),
+        speed_cell(per_slot, per_slot.geomean_correct, per_slot.geomean_correct_ci95),
         rate_cell(gs.best_correct_rate, gs.best_correct, s.problems),
-        speed_cell(best, best.geomean_correct),
+        speed_cell(best, best.geomean_correct, best.geomean_correct_ci95),
         fast_cell(best, kFast1),
         memory_efficiency_cell(gs.best_memory),
         memory_share_cell(gs.best_memory),
@@ -232,11 +281,18 @@ Table summary_table(const RunSummary& run, size_t index) {
         [&, i](const ScopeSummary& s) { return fast_cell(speed_of(gate_of(s, headline_gate(s)).speed, b), i); });
   row("geomean speedup, correct (" + b + ")", [&](const ScopeSummary& s) {
     const auto& m = speed_of(gate_of(s, headline_gate(s)).speed, b);
-    return speed_cell(m, m.geomean_correct);
+    return speed_cell(m, m.geomean_correct, m.geomean_correct_ci95);
   });
   row("geomean speedup, correct and faster (" + b + ")", [&](const ScopeSummary& s) {
     const auto& m = speed_of(gate_of(s, headline_gate(s)).speed, b);
-    return speed_cell(m, m.geomean_correct_and_faster);
+    return speed_cell(m, m.geomean_correct_and_faster, m.geomean_correct_and_faster_ci95);
+  });
+  row("timed correct samples without an interval (point estimate) (" + b + ")", [&](const ScopeSummary& s) {
+    const auto& m = speed_of(gate_of(s, headline_gate(s)).speed, b);
+    return number(std::to_string(m.timed_without_interval), m.timed_without_interval);
+  });
+  row("timed samples with a timing warning", [](const ScopeSummary& s) {
+    return number(timing_warnings_text(s), s.timing_warned, 2 * s.timing_warned > s.timed ? "bad" : "");
   });
   row("correct but not timed (" + b + ")", [&](const ScopeSummary& s) {
     const auto& m = speed_of(gate_of(s, headline_gate(s)).speed, b);
@@ -260,7 +316,7 @@ Table summary_table(const RunSummary& run, size_t index) {
   });
   row("best-of-n: Correct Speedup (" + b + ")", [&](const ScopeSummary& s) {
     const auto& m = speed_of(gate_of(s, headline_gate(s)).best_speed, b);
-    return speed_cell(m, m.geomean_correct);
+    return speed_cell(m, m.geomean_correct, m.geomean_correct_ci95);
   });
   row("best-of-n: fast_1 (" + b + ")",
       [&](const ScopeSummary& s) { return fast_cell(speed_of(gate_of(s, headline_gate(s)).best_speed, b), kFast1); });
@@ -292,7 +348,7 @@ Table survival_table(const RunSummary& run, const ScopeSummary& s, size_t index)
         r.push_back(text(kNotMeasured, "na"));
         continue;
       }
-      std::string geo = m.geomean_correct ? format_speedup(*m.geomean_correct) : "none";
+      std::string geo = m.geomean_correct ? format_speedup_ci(*m.geomean_correct, m.geomean_correct_ci95) : "none";
       r.push_back(number(fmt::format("{} · fast_1 {}", geo, format_rate(m.fast_p[kFast1])),
                          m.geomean_correct.value_or(0), m.geomean_correct && *m.geomean_correct >= 1 ? "good" : "bad"));
     }
@@ -361,6 +417,7 @@ Table samples_table(const RunSummary& run, size_t index) {
   for (const auto& b : baselines) t.header.push_back("× " + b);
   t.header.push_back("memory (" + run.baseline + ")");
   t.header.push_back("speed of light");
+  t.header.push_back("timing warnings");
   t.header.push_back("reason");
   auto gate_cell = [](const std::optional<bool>& g, bool present) {
     if (!present) return text("—", "na");
@@ -378,9 +435,8 @@ Table samples_table(const RunSummary& run, size_t index) {
         gate_cell(v.standard, v.present),
         gate_cell(v.hidden, v.present)};
     for (const auto& b : baselines) {
-      auto it = v.speedup.find(b);
-      if (it != v.speedup.end())
-        r.push_back(number(format_speedup(it->second), it->second, it->second >= 1 ? "good" : "bad"));
+      if (v.speedup.count(b))
+        r.push_back(speedup_cell(v, b));
       else
         r.push_back(passed_any ? text(kNotMeasured, "na") : text("—", "na"));
     }
@@ -396,6 +452,7 @@ Table samples_table(const RunSummary& run, size_t index) {
       r.push_back(number(format_rate(*v.speed_of_light), *v.speed_of_light));
     else
       r.push_back(passed_any ? text(kNotMeasured, "na") : text("—", "na"));
+    r.push_back(v.timing_warnings.empty() ? text("") : text(fmt::format("{}", fmt::join(v.timing_warnings, ", ")), "bad"));
     std::string reason = v.reason;
     if (!v.failed_distributions.empty() && v.verdict != "correct" &&
         reason.find(v.failed_distributions.front()) == std::string::npos)

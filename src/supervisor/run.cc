@@ -17,6 +17,7 @@
 
 #include "util/clock.h"
 
+#include "record/trust.h"
 #include "report/kernelbench.h"
 #include "store/store.h"
 #include "supervisor/timing_phase.h"
@@ -615,11 +616,13 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
         ++done;
         const bool ok = record.is_correct();
         if (ok) ++correct;
+        // A timed sample's speedups with their intervals, and its timing warnings (record/trust.h).
+        const std::string timed = sample_line_suffix(record);
         item_done(notify, i, ok,
-                          fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}", done, total,
+                          fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}{}", done, total,
                                       job.pair.level, job.pair.problem_id, job.pair.sample_id,
                                       verdict_name(record.verdict), record.seconds.value_or(0.0),
-                                      ok ? "" : " - ", ok ? "" : console_reason(record.message)));
+                                      ok ? "" : " - ", ok ? "" : console_reason(record.message), timed));
       }
     });
   for (auto& t : threads) t.join();

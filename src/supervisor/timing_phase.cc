@@ -8,8 +8,10 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "measure/call_bound.h"
+#include "record/trust.h"
 #include "store/sealed.h"
 #include "util/clock.h"
 #include "util/fs.h"
@@ -180,11 +182,10 @@ std::string timing_summary(const Record& record) {
   const TimedStats c = t.candidate.value_or(TimedStats{});
   std::string line = fmt::format("time {:.4g} ms (median of {}, rse {:.2f}%, {})", c.median_ms.value_or(0.0),
                                  c.samples.value_or(0), 100 * c.rse.value_or(0.0), t.method.value_or(""));
-  std::string sp;
-  for (const auto& [mode, x] : t.speedup.value_or(std::map<std::string, double>{}))
-    sp += fmt::format("{}{:.3f}x vs {}", sp.empty() ? "; speedup " : ", ", x, mode);
-  line += sp;
+  if (std::string sp = speedups_text(t); !sp.empty()) line += "; speedup " + sp;
   if (t.speed_of_light) line += fmt::format("; {:.1f}% of the speed of light", 100 * *t.speed_of_light);
+  if (std::vector<std::string> w = timing_warning_labels(record); !w.empty())
+    line += fmt::format("; timing warnings: {}", fmt::join(w, ", "));
   return line;
 }
 

@@ -108,6 +108,104 @@ TEST(SpeedMetrics, NotMeasuredOnlyWhenCorrectSamplesLackTimes) {
   EXPECT_DOUBLE_EQ(*x.geomean_correct, 2.0);
 }
 
+Scored ok_ci(double speedup, double low, double high) { return {true, speedup, Interval{low, high}}; }
+
+TEST(FastPInterval, CountsOnlyWhenTheLowerBoundClearsTheThreshold) {
+  // 1.5 [1.2, 1.8] clears 1; 1.3 [0.9, 1.7] straddles 1 (uncertain); 0.9 [0.8, 1.05] straddles 1;
+  // 1.1 without an interval (an older record): its point estimate; a wrong one at [3, 4]; a missing slot.
+  std::vector<Scored> slots = {ok_ci(1.5, 1.2, 1.8), ok_ci(1.3, 0.9, 1.7), ok_ci(0.9, 0.8, 1.05), ok(1.1),
+                               Scored{false, 3.5, Interval{3.0, 4.0}}, Scored{}};
+  EXPECT_DOUBLE_EQ(fast_p(slots, 1.0, FastPMode::interval), 2.0 / 6) << "1.5 [1.2, 1.8] and the point 1.1";
+  EXPECT_DOUBLE_EQ(fast_p(slots, 1.0, FastPMode::point), 3.0 / 6) << "the old definition: 1.5, 1.3, 1.1";
+  EXPECT_DOUBLE_EQ(fast_p(slots, 1.0, FastPMode::point), fast_p(slots, 1.0));
+  EXPECT_EQ(fast_p_uncertain(slots, 1.0), 2) << "1.3 [0.9, 1.7] and 0.9 [0.8, 1.05]; never the wrong one";
+  EXPECT_DOUBLE_EQ(fast_p(slots, 0.85, FastPMode::interval), 3.0 / 6);  // 1.2 and 0.9 clear 0.85, 0.8 does not
+  EXPECT_EQ(fast_p_uncertain(slots, 0.85), 1);
+  EXPECT_EQ(fast_p_uncertain(slots, 2.0), 0) << "no interval reaches above 2 among the correct ones";
+  // A lower bound equal to p does not clear it, as a point estimate equal to p does not.
+  std::vector<Scored> tie = {ok_ci(1.2, 1.0, 1.4)};
+  EXPECT_DOUBLE_EQ(fast_p(tie, 1.0, FastPMode::interval), 0.0);
+  EXPECT_EQ(fast_p_uncertain(tie, 1.0), 1);
+}
+
+TEST(FastPInterval, ModeNames) {
+  EXPECT_EQ(parse_fast_p_mode("interval"), FastPMode::interval);
+  EXPECT_EQ(parse_fast_p_mode("point"), FastPMode::point);
+  EXPECT_FALSE(parse_fast_p_mode("median").has_value());
+  EXPECT_STREQ(fast_p_mode_name(FastPMode::point), "point");
+  EXPECT_STREQ(fast_p_mode_name(FastPMode::interval), "interval");
+}
+
+TEST(GeomeanInterval, WithoutIntervalsAndOneValueItIsThePoint) {
+  std::vector<Estimate> one = {{2.0, std::nullopt}};
+  auto ci = geomean_interval(one);
+  ASSERT_TRUE(ci.has_value());
+  EXPECT_NEAR(ci->first, 2.0, 1e-12);
+  EXPECT_NEAR(ci->second, 2.0, 1e-12);
+  std::vector<Estimate> same = {{3.0, std::nullopt}, {3.0, std::nullopt}, {3.0, std::nullopt}};
+  EXPECT_NEAR(geomean_interval(same)->first, 3.0, 1e-12);
+  EXPECT_NEAR(geomean_interval(same)->second, 3.0, 1e-12);
+  std::vector<Estimate> none;
+  EXPECT_FALSE(geomean_interval(none).has_value());
+  std::vector<Estimate> zero = {{0.0, std::nullopt}};
+  EXPECT_FALSE(geomean_interval(zero).has_value());
+  EXPECT_FALSE(geomean_interval(one, kBootstrapSeed, 0).has_value());
+}
+
+TEST(GeomeanInterval, ContainsThePointWidensWithTheRecordsIntervalsAndIsDeterministic) {
+  // Speedups 1, 2, 4 (geomean 2): resampling the records alone spreads the geomean.
+  std::vector<Estimate> points = {{1.0, std::nullopt}, {2.0, std::nullopt}, {4.0, std::nullopt}};
+  auto p = geomean_interval(points);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_LT(p->first, 2.0);
+  EXPECT_GT(p->second, 2.0);
+  EXPECT_GE(p->first, 1.0 - 1e-12) << "no replicate is below the smallest value";
+  EXPECT_LE(p->second, 4.0 + 1e-12) << "no replicate is above the largest value";
+  // The same records with wide intervals of their own: a wider interval.
+  std::vector<Estimate> wide = {{1.0, Interval{0.5, 2.0}}, {2.0, Interval{1.0, 4.0}}, {4.0, Interval{2.0, 8.0}}};
+  auto w = geomean_interval(wide);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_LT(w->first, p->first);
+  EXPECT_GT(w->second, p->second);
+  // Deterministic: the same seed gives the same interval; another seed another (close) one.
+  auto again = geomean_interval(wide);
+  EXPECT_EQ(w->first, again->first);
+  EXPECT_EQ(w->second, again->second);
+  auto other = geomean_interval(wide, kBootstrapSeed + 1);
+  EXPECT_NE(w->first, other->first);
+  EXPECT_NEAR(w->first, other->first, 0.1 * w->first);
+}
+
+TEST(GeomeanInterval, OneRecordsIntervalIsRecoveredFromItsDraws) {
+  // A single record: the replicates are its draws, log-normal with the interval at 1.96 sigma, so
+  // the 95% interval of the geomean is the record's own (up to the bootstrap's noise).
+  std::vector<Estimate> one = {{1.5, Interval{1.2, 1.8}}};
+  auto ci = geomean_interval(one, kBootstrapSeed, 20000);
+  ASSERT_TRUE(ci.has_value());
+  EXPECT_NEAR(ci->first, 1.2, 0.02);
+  EXPECT_NEAR(ci->second, 1.8, 0.03);
+}
+
+TEST(SpeedMetrics, IntervalsUncertainMembersAndPointFallbacksAreCounted) {
+  std::vector<Scored> slots = {ok_ci(1.5, 1.2, 1.8), ok_ci(1.3, 0.9, 1.7), ok(1.1), ok_untimed(), bad(2.0)};
+  SpeedMetrics m = speed_metrics(slots);
+  EXPECT_EQ(m.mode, FastPMode::interval) << "the default";
+  EXPECT_DOUBLE_EQ(m.fast_p[kFast1], 2.0 / 5);
+  EXPECT_EQ(m.fast_p_uncertain[kFast1], 1);
+  EXPECT_EQ(m.timed_without_interval, 1);
+  ASSERT_TRUE(m.geomean_correct && m.geomean_correct_ci95);
+  EXPECT_LE(m.geomean_correct_ci95->first, *m.geomean_correct);
+  EXPECT_GE(m.geomean_correct_ci95->second, *m.geomean_correct);
+  ASSERT_TRUE(m.geomean_correct_and_faster_ci95.has_value());
+  SpeedMetrics point = speed_metrics(slots, FastPMode::point);
+  EXPECT_EQ(point.mode, FastPMode::point);
+  EXPECT_DOUBLE_EQ(point.fast_p[kFast1], 3.0 / 5);
+  EXPECT_EQ(*point.geomean_correct, *m.geomean_correct) << "the geomean does not depend on fast_p's definition";
+  // Nothing timed: no interval either.
+  std::vector<Scored> untimed = {ok_untimed()};
+  EXPECT_FALSE(speed_metrics(untimed).geomean_correct_ci95.has_value());
+}
+
 TEST(MemoryMetrics, EfficiencyOverCorrectShareOverAll) {
   // Ratios baseline/candidate: 2 (correct), 0.5 (correct), 1.0 (correct, not strictly less
   // memory), 4 (wrong: ignored), one correct without a measurement, one empty slot.

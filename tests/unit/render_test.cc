@@ -73,8 +73,15 @@ TEST(Markdown, MeasuredRunShowsTheTwoByTwoTable) {
   // Hidden gate: problems 1 and 3 -> geomean(2, 0.5) = 1 against tf32; fp32 doubles: geomean(4, 1) = 2.
   // Standard gate adds problem 2: tf32 geomean(2, 4, 0.5) = 4^(1/3) = 1.59; fp32 geomean(4, 8, 1) = 3.17.
   // fast_1: 1.0 is not > 1, so fp32 counts 4 and 8 (standard) or 4 (hidden).
-  EXPECT_NE(md.find("| FP32 (strict) | 3.17× · fast_1 66.7% | 2.00× · fast_1 33.3% |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| TF32 | 1.59× · fast_1 66.7% | 1.00× · fast_1 33.3% |"), std::string::npos) << md;
+  // The geomeans' 95% intervals (bootstrap over the records, which have no interval of their own):
+  // with 2 or 3 records, a replicate drawing the smallest (or largest) every time is more likely
+  // than 2.5%, so the interval runs from the smallest speedup to the largest.
+  EXPECT_NE(md.find("| FP32 (strict) | 3.17× [1.00, 8.00] · fast_1 66.7% | 2.00× [1.00, 4.00] · fast_1 33.3% |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| TF32 | 1.59× [0.50, 4.00] · fast_1 66.7% | 1.00× [0.50, 2.00] · fast_1 33.3% |"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| fast_1 (tf32) | 33.3% |"), std::string::npos) << md;
   EXPECT_NE(md.find("| best-of-n: Mem Efficient % (tf32) | 66.7% |"), std::string::npos) << md;
   // Every measured winner has ratio 1.5: none increases peak memory.
@@ -111,6 +118,90 @@ TEST(Csv, OneRowPerSampleQuotedWhereNeeded) {
   EXPECT_NE(second.find(",wrong_output,true,true,false,,,,,,,,"), std::string::npos) << second;
   EXPECT_NE(second.find("\"trial 0 D4 (x-1): max |error| 2.0 at [3], say \"\"hi\"\", a|b\""), std::string::npos)
       << second;
+}
+
+// A correct timed record with 95% intervals and optionally the busy-host warning.
+json rec_ci(int problem, double tf32, double low, double high, bool busy) {
+  json r = rec(problem, 0, "correct", tf32);
+  r["timing"]["speedup_ci95"] = {{"tf32", {low, high}}, {"fp32", {low * 2, high * 2}}};
+  if (busy)
+    r["findings"] = json::array({{{"rule", "timing_host_busy"}, {"severity", "warn"}, {"message", "busy"},
+                                  {"evidence", "host CPU time"}, {"cheat", nullptr}}});
+  return r;
+}
+
+TEST(Markdown, IntervalsNoDifferenceAndTimingWarningsReachEveryTable) {
+  ReportInput in = input_with({rec_ci(1, 1.42, 1.30, 1.55, true), rec_ci(2, 1.01, 0.97, 1.05, true),
+                               rec_ci(3, 2.0, 1.8, 2.2, false)});
+  std::string md = render_markdown(in);
+  // Most timed samples warn: said at the top, before any table.
+  const size_t notice = md.find("> **Warning (run-a):** most speedups of this run are unreliable: 2 of 3 timed samples");
+  ASSERT_NE(notice, std::string::npos) << md;
+  EXPECT_LT(notice, md.find("| metric |")) << md;
+  // Per sample: the interval, and no win where it contains 1.
+  EXPECT_NE(md.find("| 1.42× [1.30, 1.55] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.01× [0.97, 1.05] no measurable difference |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| host busy |"), std::string::npos) << md;
+  // Summary: the count, fast_1 with its uncertain member, the geomean with its interval.
+  EXPECT_NE(md.find("| timed samples with a timing warning | 2 of 3 (host busy 2) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fast_1 (tf32) | 66.7% · 1 uncertain |"), std::string::npos) << md;
+  EXPECT_TRUE(std::regex_search(md, std::regex(R"(\| geomean speedup, correct \(tf32\) \| 1\.42× \[[0-9.]+, [0-9.]+\] \|)")))
+      << md;
+}
+
+TEST(Markdown, PointDefinitionOfFastPOnRequest) {
+  ReportInput in;
+  in.runs.push_back(kbv::summarize("run-a", typed({rec_ci(1, 1.42, 1.30, 1.55, false), rec_ci(2, 1.01, 0.97, 1.05, false)}),
+                                   {}, "tf32", FastPMode::point));
+  std::string md = render_markdown(in);
+  EXPECT_NE(md.find("| fast_1 (tf32) | 100.0% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("its speedup > p (point estimate, KernelBench's definition)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Warning"), std::string::npos) << "no timing warning, no notice";
+}
+
+TEST(Csv, IntervalsCallsAndTimingWarningsColumns) {
+  ReportInput in = input_with({rec_ci(1, 1.01, 0.97, 1.05, true), rec(2, 0, "correct", 2.0)});
+  std::string csv = render_csv(in);
+  std::istringstream lines(csv);
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  EXPECT_NE(header.find(",reason,speedup_ci95_low_tf32,speedup_ci95_high_tf32,speedup_call_tf32,"), std::string::npos)
+      << header;
+  EXPECT_EQ(header.substr(header.size() - std::string(",timing_warnings").size()), ",timing_warnings") << header;
+  EXPECT_NE(first.find(",0.97,1.05,no measurable difference,1.94,2.1,faster,,,,host busy"), std::string::npos) << first;
+  EXPECT_NE(second.find(",,,faster,,,faster,,,,"), std::string::npos) << "no interval: the point estimate's call";
+}
+
+TEST(Json, IntervalsCallsWarningsAndTheNotice) {
+  ReportInput in = input_with({rec_ci(1, 1.01, 0.97, 1.05, true)});
+  auto j = render_json(in);
+  const auto& run = j["runs"][0];
+  EXPECT_TRUE(run["timing_notice"].is_string());
+  EXPECT_EQ(run["fast_p_definition"], "interval");
+  const auto& sample = run["samples"][0];
+  EXPECT_EQ(sample["speedup_ci95"]["tf32"], json::array({0.97, 1.05}));
+  EXPECT_EQ(sample["speedup_call"]["tf32"], "no measurable difference");
+  EXPECT_EQ(sample["timing_warnings"], json::array({"host busy"}));
+  const auto& scope = run["scopes"][0];
+  EXPECT_EQ(scope["timed"], 1);
+  EXPECT_EQ(scope["timing_warned"], 1);
+  const auto& speed = scope["hidden"]["speed"]["tf32"];
+  EXPECT_EQ(speed["fast_p_definition"], "interval");
+  EXPECT_EQ(speed["fast_p_uncertain"]["1"], 1);
+  EXPECT_EQ(speed["fast_p"]["1"], 0.0);
+  EXPECT_TRUE(speed["geomean_speedup_correct_ci95"].is_array());
+}
+
+TEST(Html, TimingNoticeAtTheTop) {
+  ReportInput in = input_with({rec_ci(1, 1.01, 0.97, 1.05, true)});
+  std::string html = render_html(in);
+  const size_t warn = html.find("<p class=\"warn\"><b>Warning (run-a):</b> most speedups");
+  ASSERT_NE(warn, std::string::npos);
+  EXPECT_LT(warn, html.find("<table"));
+  EXPECT_NE(html.find("no measurable difference"), std::string::npos);
+  EXPECT_NE(html.find("host busy"), std::string::npos);
 }
 
 TEST(Json, NullForNotMeasuredAndEverySample) {

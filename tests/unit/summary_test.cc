@@ -208,6 +208,59 @@ TEST(Summarize, SeveralSamplesPassAtKAndBestOfN) {
   EXPECT_NEAR(s.hidden.speed.at("tf32").fast_p[kFast1], 2.0 / 6, 1e-12);
 }
 
+// A timed record with 95% intervals and, when `busy`, the busy-host warning.
+json with_ci(json r, double tf32, double low, double high, bool busy) {
+  r = timed(std::move(r), tf32, tf32 * 2);
+  r["timing"]["speedup_ci95"] = {{"tf32", {low, high}}, {"fp32", {low * 2, high * 2}}};
+  if (busy)
+    r["findings"].push_back({{"rule", "timing_host_busy"}, {"severity", "warn"}, {"message", "busy"},
+                             {"evidence", "host CPU time"}, {"cheat", nullptr}});
+  return r;
+}
+
+TEST(View, IntervalsCallsAndTimingWarnings) {
+  SampleView v = view_of(with_ci(record(1, 1, 0, "correct", dists(2)), 1.01, 0.97, 1.05, true));
+  ASSERT_EQ(v.speedup_ci95.count("tf32"), 1u);
+  EXPECT_DOUBLE_EQ(v.speedup_ci95.at("tf32").first, 0.97);
+  EXPECT_EQ(v.calls.at("tf32"), SpeedupCall::no_difference) << "the interval contains 1";
+  EXPECT_EQ(v.calls.at("fp32"), SpeedupCall::faster) << "[1.94, 2.10]";
+  EXPECT_EQ(v.timing_warnings, std::vector<std::string>{"host busy"});
+  SampleView plain = view_of(timed(record(1, 1, 0, "correct", dists(2)), 2.0, 4.0));
+  EXPECT_TRUE(plain.speedup_ci95.empty()) << "older records have no interval";
+  EXPECT_EQ(plain.calls.at("tf32"), SpeedupCall::faster) << "the point estimate decides";
+  EXPECT_TRUE(plain.timing_warnings.empty());
+}
+
+TEST(Summarize, TimingWarningsCountedAndANoticeWhenMostTimedSamplesCarryOne) {
+  // 3 timed samples, 2 on a busy host; one wrong sample (not timed).
+  std::vector<json> records = {with_ci(record(1, 1, 0, "correct", dists(2)), 1.5, 1.3, 1.7, true),
+                               with_ci(record(1, 2, 0, "correct", dists(2)), 1.2, 0.9, 1.6, true),
+                               with_ci(record(1, 3, 0, "correct", dists(2)), 3.0, 2.5, 3.5, false),
+                               record(1, 4, 0, "wrong_output", dists(2, "D1"))};
+  RunSummary run = summarize("r", records, {}, "tf32");
+  const ScopeSummary& s = run.scopes.back();
+  EXPECT_EQ(s.timed, 3);
+  EXPECT_EQ(s.timing_warned, 2);
+  EXPECT_EQ(s.timing_warnings.at("host busy"), 2);
+  EXPECT_NE(run.timing_notice.find("2 of 3 timed samples carry a timing warning (host busy 2)"), std::string::npos)
+      << run.timing_notice;
+  // fast_1 counts 1.5 [1.3, 1.7] and 3.0 [2.5, 3.5], not 1.2 [0.9, 1.6]: uncertain.
+  const SpeedMetrics& m = s.hidden.speed.at("tf32");
+  EXPECT_DOUBLE_EQ(m.fast_p[kFast1], 2.0 / 4);
+  EXPECT_EQ(m.fast_p_uncertain[kFast1], 1);
+  EXPECT_EQ(m.timed_without_interval, 0);
+  ASSERT_TRUE(m.geomean_correct_ci95.has_value());
+  // The old definition, for published numbers: all three.
+  RunSummary point = kbv::summarize("r", typed(records), {}, "tf32", FastPMode::point);
+  EXPECT_DOUBLE_EQ(point.scopes.back().hidden.speed.at("tf32").fast_p[kFast1], 3.0 / 4);
+
+  // Half or fewer: no notice.
+  records[1] = with_ci(record(1, 2, 0, "correct", dists(2)), 1.2, 0.9, 1.6, false);
+  RunSummary calm = summarize("r", records, {}, "tf32");
+  EXPECT_EQ(calm.scopes.back().timing_warned, 1);
+  EXPECT_EQ(calm.timing_notice, "");
+}
+
 TEST(PassAtKValues, UpToTheSampleCount) {
   EXPECT_EQ(pass_at_k_values(1), (std::vector<int>{1}));
   EXPECT_EQ(pass_at_k_values(5), (std::vector<int>{1, 5}));

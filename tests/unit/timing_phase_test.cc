@@ -101,6 +101,16 @@ TEST(TimingPhase, SummaryLine) {
                                "25.0% of the speed of light");
   EXPECT_EQ(timing_summary(json{{"timing", {{"error", "drawing the timing inputs: boom"}}}}),
             "not timed: drawing the timing inputs: boom");
+  // With intervals: what each says; and the record's timing warnings (record/trust.h).
+  json ci = r;
+  ci["timing"]["speedup"]["fp32"] = 1.01;
+  ci["timing"]["speedup_ci95"] = {{"tf32", {1.8, 2.2}}, {"fp32", {0.97, 1.05}}};
+  ci["timing"]["clock"] = {{"throttled_kept", 4}};
+  ci["findings"] = json::array({{{"rule", "timing_host_busy"}, {"severity", "warn"}, {"message", "busy"}}});
+  EXPECT_EQ(timing_summary(ci),
+            "time 0.5 ms (median of 12, rse 0.40%, steady-clock); speedup 1.010x [0.970, 1.050] vs fp32 (no "
+            "measurable difference), 2.000x [1.800, 2.200] vs tf32 (faster); 25.0% of the speed of light; timing "
+            "warnings: host busy, throttled");
 }
 
 TEST(TimingPhase, ProtocolCarriesTimingKnobs) {
