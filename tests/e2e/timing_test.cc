@@ -117,6 +117,18 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   EXPECT_NEAR(sum, r["seconds"].get<double>(), 0.05) << ph.dump() << " against " << r["seconds"];
   EXPECT_GT(ph["timing"].get<double>(), 0.3) << "the time cap alone is 0.3 s of the candidate's sampling";
   EXPECT_NE(o.output.find("speedup"), std::string::npos) << "the summary line shows the speedups: " << o.output;
+  // Paired by default under --protocol kbv: every speedup with its interval, every round's medians.
+  EXPECT_EQ(t.value("pairs", 0), kbv::kDefaultTimingPairs) << t.dump(1).substr(0, 4000);
+  EXPECT_EQ(t["rounds"].size(), static_cast<size_t>(kbv::kDefaultTimingPairs));
+  EXPECT_EQ(r["protocol"]["timing"]["pairs"], kbv::kDefaultTimingPairs);
+  for (const char* mode : {"tf32", "fp32"}) {
+    ASSERT_TRUE(t["speedup_ci95"].contains(mode)) << t.dump(1).substr(0, 4000);
+    const double low = t["speedup_ci95"][mode][0].get<double>(), high = t["speedup_ci95"][mode][1].get<double>();
+    EXPECT_LE(low, t["speedup"][mode].get<double>()) << mode;
+    EXPECT_GE(high, t["speedup"][mode].get<double>()) << mode;
+    EXPECT_EQ(t["baselines"][mode]["cached"], false) << "paired baselines are measured, never cached";
+  }
+  EXPECT_NE(o.output.find(" paired rounds"), std::string::npos) << o.output;
 }
 
 TEST(Timing, OffLeavesTheRecordUntimed) {
@@ -305,6 +317,9 @@ void baseline_timed_after_the_candidate(const std::string& name, bool own_sessio
                        "0.3", "--sandbox", "off", "--json", out.string()},
                       out, cache.string());
   ASSERT_EQ(o.record["verdict"], "correct") << o.output;
+  // --protocol kernelbench: unpaired, the interval from the two sample sets apart.
+  EXPECT_FALSE(o.record["timing"].contains("pairs")) << o.record["timing"].dump(1).substr(0, 4000);
+  EXPECT_TRUE(o.record["timing"].contains("speedup_ci95")) << o.record["timing"].dump(1).substr(0, 4000);
   ASSERT_EQ(o.record["timing"]["baselines"]["fp32"]["cached"], false) << [&] {  // the record less its per-distribution checks, for a failure's cause
     json r = o.record;
     r.erase("distributions");
