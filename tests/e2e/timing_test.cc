@@ -443,6 +443,28 @@ TEST(Timing, IdenticalKernelsShowNoMeasurableDifference) {
   }
 }
 
+// The other side of the line: a candidate that is the reference's own op behind a 50 ms sleep is
+// many times slower than the baseline on any host, and its interval lies wholly below 1.
+TEST(Timing, AClearDifferenceExcludesOne) {
+  fs::path dir = scratch("paired-slower");
+  const std::string problem = (kSource / "problems/level1/19_ReLU.py").string();
+  const std::string src = kbv::read_file(problem).text +
+                          "\n\nimport time\n\n\nclass ModelNew(Model):\n"
+                          "    def forward(self, x):\n        time.sleep(0.05)\n        return torch.relu(x)\n";
+  const fs::path sol = dir / "relu_after_a_nap.py", out = dir / "record.json";
+  ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
+  Outcome o = kbv_run({"eval", "--problem", problem, "--solution", sol.string(), "--device", "cpu", "--trials", "1",
+                       "--protocol", "kernelbench", "--policy", "lenient", "--baselines", "fp32", "--time-cap", "0.4",
+                       "--timing-pairs", "4", "--json", out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  ASSERT_EQ(o.record["verdict"], "correct") << o.record["findings"].dump(1);
+  const json& t = o.record["timing"];
+  ASSERT_TRUE(t.contains("speedup_ci95")) << t.dump(1).substr(0, 4000);
+  EXPECT_LT(t["speedup_ci95"]["fp32"][1].get<double>(), 1.0) << t["speedup"] << " " << t["speedup_ci95"];
+  EXPECT_EQ(o.output.find("no measurable difference"), std::string::npos) << o.output;
+}
+
 // T17 under paired timing: cpu_spin_between_calls spins one thread per core whenever its own
 // calls have stopped, i.e. while the baselines are timed beside its live worker. Frozen during
 // those blocks, it gets the speedup of the same C++ loop without the spinners (cpu_honest).
