@@ -841,6 +841,10 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
     auto baseline_blocks = [&] {
       // Nothing of the candidate runs while the baselines are timed; the reference as kbv spawned it.
       const int frozen = candidate.freeze();
+      struct Thaw {  // on every way out, an exception from a malformed reply included
+        WorkerProcess& w;
+        ~Thaw() { w.thaw(); }
+      } thaw_after{candidate};
       restore_reference(record, reference);
       json modes = json::object();
       for (const auto& mode : tp.baselines) {
@@ -867,7 +871,6 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
                                        st["host_other_cores"].get<double>());
         modes[mode] = st.value("median_ms", 0.0);
       }
-      candidate.thaw();
       round["baselines_ms"] = modes;
     };
     if (baselines_first) {
