@@ -58,6 +58,13 @@ void CommonFlags::add(CLI::App* app) {
                               "{:g})",
                               kbv::kDefaultLaunchHoldUs, kbv::kMaxLaunchHoldUs))
       ->check(CLI::Range(0.0, kbv::kMaxLaunchHoldUs));
+  app->add_option("--timing-pairs", timing_pairs,
+                  fmt::format("paired rounds: each round times every baseline and the candidate in alternating "
+                              "blocks (ABBA), the speedup and its 95% interval come from the rounds (default {} "
+                              "with --protocol kbv, 0 with kernelbench; 0: candidate once, then cached baselines; at "
+                              "most {})",
+                              kbv::kDefaultTimingPairs, kbv::kMaxTimingPairs))
+      ->check(CLI::Range(0, kbv::kMaxTimingPairs));
   app->add_option("--baselines", baselines, "baselines to time: tf32,fp32[,compile] (default tf32,fp32)")
       ->delimiter(',')
       ->check(CLI::IsMember({"tf32", "fp32", "compile"}));
@@ -109,6 +116,7 @@ kbv::EvalOptions CommonFlags::options() const {
   if (flush_bytes > 0) o.protocol.timing.flush_bytes = static_cast<uint64_t>(flush_bytes);
   if (launch_hold_us >= 0) o.protocol.timing.launch_hold_us = launch_hold_us;
   if (!baselines.empty()) o.protocol.timing.baselines = baselines;
+  if (timing_pairs >= 0) o.protocol.timing.pairs = timing_pairs;
   o.device = device;
   o.timeouts = timeouts;
   o.cache_dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);

@@ -95,6 +95,20 @@ IntervalDecision decide_held_interval(double event_ms, double host_after_hold_ms
   return d;
 }
 
+StopRule block_rule(const StopRule& rule, int pairs, bool first) {
+  if (pairs <= 1) return rule;
+  auto share = [&](int n) { return (n + pairs - 1) / pairs; };
+  StopRule b = rule;
+  b.warmup = first ? rule.warmup : std::min(rule.warmup, 1);
+  b.min_samples = std::max(share(rule.min_samples), 5);
+  b.min_samples_at_cap = std::max(share(rule.min_samples_at_cap), 1);
+  b.max_samples = std::max(share(rule.max_samples), b.min_samples);
+  b.max_discards = share(rule.max_discards);
+  b.rse_target = rule.rse_target * std::sqrt(static_cast<double>(pairs));
+  b.time_cap_s = rule.time_cap_s / pairs;
+  return b;
+}
+
 double floor_ms(uint64_t bytes, double bandwidth_bytes_per_s) {
   if (bandwidth_bytes_per_s <= 0) return 0;
   return static_cast<double>(bytes) / bandwidth_bytes_per_s * 1000.0;
@@ -115,7 +129,8 @@ nlohmann::json TimingProtocol::to_json() const {
           {"spot_per_output", spot_per_output},
           {"spot_max_calls", spot_max_calls},
           {"spot_draws", spot_draws},
-          {"launch_hold_us", launch_hold_us}};
+          {"launch_hold_us", launch_hold_us},
+          {"pairs", pairs}};
 }
 
 }  // namespace kbv

@@ -80,6 +80,12 @@ double interval_slack_ms(double event_ms, double host_spread_ms);
 IntervalDecision decide_held_interval(double event_ms, double host_after_hold_ms, double host_from_call_ms,
                                       double sync_overhead_ms, double slack_ms);
 
+// One block's share of the stop rule under `pairs` paired rounds (pairs <= 1: the rule itself):
+// the time cap, the sample and discard bounds divided between the blocks, at least 5 samples a
+// block for the RSE criterion, whose target is sqrt(pairs) looser per block (the pooled samples'
+// RSE is then about the target); warm-up calls in full in the first block (`first`), one after.
+StopRule block_rule(const StopRule& rule, int pairs, bool first);
+
 // The physical floor: the fewest bytes that must move (inputs read once, outputs written once)
 // over the measured copy bandwidth (bytes read + written per second). 0 when unknown.
 double floor_ms(uint64_t bytes, double bandwidth_bytes_per_s);
@@ -93,6 +99,11 @@ namespace kbv {
 // apart), behind 500 us no sample was late (docs/TIMING.md, the A/A row).
 inline constexpr double kDefaultLaunchHoldUs = 500;
 inline constexpr double kMaxLaunchHoldUs = 10000;
+// Paired rounds by default (--protocol kbv): 6 = 3 rounds baseline-first and 3 candidate-first, so
+// a steady drift weighs on both sides alike; a block bootstrap over 6 rounds has 462 distinct
+// resamples of rounds; each block gets a sixth of the time cap (docs/TIMING.md, "Paired rounds").
+inline constexpr int kDefaultTimingPairs = 6;
+inline constexpr int kMaxTimingPairs = 64;
 
 // The timing knobs of the protocol (recorded in every result and in the protocol hash).
 struct TimingProtocol {
@@ -110,6 +121,10 @@ struct TimingProtocol {
   // so the call's launch is queued when the interval begins (--launch-hold-us; 0: none; at most
   // kMaxLaunchHoldUs). docs/TIMING.md, "The interval".
   double launch_hold_us = kDefaultLaunchHoldUs;
+  // Paired rounds (--timing-pairs): each round a block of every baseline and a block of the
+  // candidate, interleaved (ABBA), with the stop rule split between them (block_rule); 0: the
+  // candidate timed once, then the baselines (cached per problem), as before.
+  int pairs = kDefaultTimingPairs;
   nlohmann::json to_json() const;
 };
 

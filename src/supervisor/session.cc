@@ -346,7 +346,20 @@ void WorkerProcess::end_group() {
   for (Stray& s : kill_strays(pid_)) strays_.push_back(std::move(s));
   remove_stale_shm(pid_);
   remove_sandbox_files();
+  frozen_.clear();  // killed: their pids may be reused
   pid_ = -1;
+}
+
+int WorkerProcess::freeze() {
+  if (pid_ <= 0) return 0;
+  std::vector<int> more = stop_processes(pid_, pid_ns_);
+  frozen_.insert(frozen_.end(), more.begin(), more.end());
+  return static_cast<int>(more.size());
+}
+
+void WorkerProcess::thaw() {
+  continue_processes(frozen_, pid_);
+  frozen_.clear();
 }
 
 void WorkerProcess::stop() {

@@ -89,6 +89,12 @@ class WorkerProcess {
   // Processes that had left the worker's process group (setsid, a double fork) and were killed
   // when it ended or was killed: the processes a candidate left running behind kbv's back (T17).
   const std::vector<Stray>& strays() const { return strays_; }
+  // Stops the worker, its process group, their descendants, what it left in its PID namespace and
+  // the strays kbv adopted (util/subprocess.h, stop_processes) until thaw(): none of it runs while
+  // a baseline is timed beside a live candidate (paired timing, T17). Returns how many processes
+  // were stopped (0: the worker is gone).
+  int freeze();
+  void thaw();
   bool alive() const { return pid_ > 0; }
   int pid() const { return pid_; }
   const std::filesystem::path& log_path() const { return log_path_; }
@@ -107,6 +113,7 @@ class WorkerProcess {
   std::string role_;
   std::filesystem::path log_path_;
   std::vector<Stray> strays_;
+  std::vector<int> frozen_;  // stopped by freeze(), continued by thaw()
   std::string ended_;  // why the worker is gone, for requests made after (empty while it runs)
   // Sandbox: the check's outcome, the worker's PID namespace, its scratch, its /dev/shm folder
   // (removed at the end when owned), and the prefix of the reference's files kept in a shared one.

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "measure/call_bound.h"
+#include "measure/interval.h"
 #include "record/trust.h"
 #include "store/sealed.h"
 #include "util/clock.h"
@@ -76,6 +77,7 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.baselines.clear();  // which baselines a run asks for does not change one baseline's time
   t.spot_per_output = 0;
   t.spot_max_calls = 0;
+  t.pairs = 0;  // cached baselines are unpaired ones
   if (env.device != "cuda") t.launch_hold_us = 0;  // the hold is a GPU kernel: the CPU engine has none
   std::vector<std::string> parts = {"kbv-baseline-1", problem_text, env.device, env.device_name, env.torch_version,
                                      env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode};
@@ -115,13 +117,14 @@ std::optional<msg::TimeInputsReply> draw_timing_inputs(WorkerProcess& reference,
 }
 
 std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions& options, const std::string& mode,
-                                     bool cpu, std::string& error) {
+                                     bool cpu, std::string& error, int round) {
   msg::TimeReferenceRequest req;
   req.timing = rule_request(options);
   req.mode = mode;
   if (options.protocol.timing.fresh) {
     // The baseline's calls on fresh draws too: its own secret seeds, apart from every other draw's.
-    const uint64_t mode_tag = mode == "tf32" ? 1 : mode == "fp32" ? 2 : 3;
+    // Paired rounds: each round's block its own draws (round 0 as unpaired).
+    const uint64_t mode_tag = (mode == "tf32" ? 1 : mode == "fp32" ? 2 : 3) + (static_cast<uint64_t>(round) << 8);
     SeedSource seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ (0x626173656cULL + mode_tag))
                                            : std::nullopt);
     req.fresh_seed = seeds.next();
@@ -183,6 +186,7 @@ std::string timing_summary(const Record& record) {
   std::string line = fmt::format("time {:.4g} ms (median of {}, rse {:.2f}%, {})", c.median_ms.value_or(0.0),
                                  c.samples.value_or(0), 100 * c.rse.value_or(0.0), t.method.value_or(""));
   if (std::string sp = speedups_text(t); !sp.empty()) line += "; speedup " + sp;
+  if (t.pairs) line += fmt::format("; {} paired rounds", *t.pairs);
   if (t.speed_of_light) line += fmt::format("; {:.1f}% of the speed of light", 100 * *t.speed_of_light);
   if (std::vector<std::string> w = timing_warning_labels(record); !w.empty())
     line += fmt::format("; timing warnings: {}", fmt::join(w, ", "));
@@ -549,9 +553,10 @@ void note_cache_refused(Record& record, const std::vector<std::string>& refused)
 // Baselines, cached per problem content, device, versions and protocol (`cacheable`: the reference
 // is as kbv spawned it). A cache entry refused is added to `cache_refused`.
 void time_baselines(json& timing, const Pair& pair, const EvalOptions& options, const Environment& env,
-                    WorkerProcess& reference, const Stats& cs, bool cacheable, std::vector<std::string>& cache_refused) {
+                    WorkerProcess& reference, const Stats& cs, const std::vector<double>& candidate_ms, bool cacheable,
+                    std::vector<std::string>& cache_refused) {
   FileText problem_text = pair.problem_text ? *pair.problem_text : read_file(pair.problem_path);
-  json baselines = json::object(), speedup = json::object(), baseline_errors = json::object();
+  json baselines = json::object(), speedup = json::object(), baseline_errors = json::object(), ci = json::object();
   std::string error;
   for (const auto& mode : options.protocol.timing.baselines) {
     std::string key = baseline_key(problem_text.ok ? problem_text.text : pair.problem_path.string(), options, env, mode);
@@ -578,9 +583,17 @@ void time_baselines(json& timing, const Pair& pair, const EvalOptions& options, 
     baselines[mode] = st;
     const double bm = st.value("median_ms", 0.0);
     if (bm > 0 && cs.median_ms > 0) speedup[mode] = bm / cs.median_ms;
+    // Unpaired: the two sample sets resampled apart (a cached entry keeps its samples).
+    std::vector<double> base_ms;
+    if (entry->contains("samples_ms") && (*entry)["samples_ms"].is_array())
+      for (const auto& x : (*entry)["samples_ms"])
+        if (x.is_number()) base_ms.push_back(x.get<double>());
+    if (std::optional<SpeedupInterval> iv = unpaired_speedup_interval(base_ms, candidate_ms))
+      ci[mode] = {iv->low, iv->high};
   }
   timing["baselines"] = baselines;
   timing["speedup"] = speedup;
+  if (!ci.empty()) timing["speedup_ci95"] = ci;
   if (!baseline_errors.empty()) timing["baseline_errors"] = baseline_errors;
 }
 
@@ -674,6 +687,244 @@ void release_both(const EvalOptions& options, WorkerProcess& reference, WorkerPr
   if (candidate) candidate->call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.call_s));
 }
 
+// Seconds since the epoch (system clock): when a paired block began and ended, for audit.
+double epoch_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+size_t reject_count(const Record& record) {
+  return static_cast<size_t>(std::count_if(record.findings.begin(), record.findings.end(),
+                                           [](const auto& f) { return f.severity == "reject"; }));
+}
+
+// The candidate blocks' checks, summed into the record's top-level fields (each block's own are
+// in timing.rounds[i].candidate.checks).
+struct BlockChecks {
+  double supervisor_ms = 0, reported_sum_ms = 0;
+  bool wall_ok = true, bound_ok = true, has_bound = false, has_spot = false, fresh = false;
+  int bound_checked = 0, bound_short = 0, spot_checked = 0, spot_failed = 0, spot_calls = 0, spot_recomputed = 0;
+  double allowance_ms = 0, ping_ms = 0;
+  int64_t draws = 0, mismatches = 0;
+  std::string spot_error;
+
+  void add(const json& c) {
+    if (c.contains("wall_check")) {
+      supervisor_ms += c["wall_check"].value("supervisor_ms", 0.0);
+      reported_sum_ms += c["wall_check"].value("reported_sum_ms", 0.0);
+      wall_ok = wall_ok && c["wall_check"].value("ok", false);
+    }
+    if (c.contains("call_bound")) {
+      has_bound = true;
+      bound_checked += c["call_bound"].value("checked", 0);
+      bound_short += c["call_bound"].value("short_calls", 0);
+      bound_ok = bound_ok && c["call_bound"].value("ok", false);
+      allowance_ms = std::max(allowance_ms, c["call_bound"].value("allowance_ms", 0.0));
+      ping_ms = std::max(ping_ms, c["call_bound"].value("ping_ms", 0.0));
+    }
+    if (c.contains("spot_checks")) {
+      const json& sc = c["spot_checks"];
+      has_spot = true;
+      if (sc.contains("error") && spot_error.empty()) spot_error = sc["error"].get<std::string>();
+      spot_checked += sc.value("checked", 0);
+      spot_failed += sc.value("failed", 0);
+      if (sc.contains("calls")) fresh = true;
+      spot_calls += sc.value("calls", 0);
+      spot_recomputed += sc.value("calls_recomputed", 0);
+    }
+    draws += c.value("draws", int64_t{0});
+    mismatches += c.value("events_host_disagreed", int64_t{0});
+  }
+
+  void write(json& timing) const {
+    timing["wall_check"] = {{"supervisor_ms", supervisor_ms}, {"reported_sum_ms", reported_sum_ms}, {"ok", wall_ok}};
+    if (has_bound)
+      timing["call_bound"] = {{"checked", bound_checked}, {"short_calls", bound_short}, {"allowance_ms", allowance_ms},
+                              {"ping_ms", ping_ms},       {"ok", bound_ok}};
+    if (has_spot) {
+      json sc = {{"checked", spot_checked}, {"failed", spot_failed}};
+      if (fresh) {
+        sc["calls"] = spot_calls;
+        sc["calls_recomputed"] = spot_recomputed;
+      }
+      if (!spot_error.empty()) sc["error"] = spot_error;
+      timing["spot_checks"] = sc;
+    }
+    if (fresh) timing["draws"] = draws;
+    timing["events_host_disagreed"] = mismatches;
+  }
+};
+
+// Pooled STATS of a side's blocks: every kept sample, the discards counted, the timer's overhead
+// and host call time as the blocks' medians.
+Stats pooled_stats(const std::vector<msg::TimeReply>& replies) {
+  std::vector<double> all, overhead, host_call;
+  int discarded = 0;
+  for (const msg::TimeReply& r : replies) {
+    all.insert(all.end(), r.samples_ms.begin(), r.samples_ms.end());
+    discarded += static_cast<int>(r.discarded_ms.size());
+    overhead.push_back(r.overhead_ms);
+    if (r.host_call_ms >= 0) host_call.push_back(r.host_call_ms);
+  }
+  Stats s = summarize(all);
+  s.discarded = discarded;
+  s.overhead_ms = median_in_place(overhead);
+  s.host_call_ms = host_call.empty() ? -1 : median_in_place(host_call);
+  return s;
+}
+
+// Paired rounds (timing.pairs > 0, docs/TIMING.md "Paired rounds"): every round a block of each
+// baseline and a block of the candidate, baselines first in even rounds and the candidate first in
+// odd ones (B A A B B A ...), each block under its share of the stop rule (block_rule). Every
+// candidate block is checked as an unpaired run is (counts, wall, call bound, spot checks). While a
+// baseline block runs the candidate's worker and everything it started are stopped (SIGSTOP:
+// WorkerProcess::freeze) and the reference's scheduling is set back first (T17, T21). Baselines
+// are measured, never read from or written to the cache.
+void timing_paired(Record& record, const EvalOptions& options, const Environment& env,
+                   WorkerProcess& reference, WorkerProcess& candidate, const msg::TimeInputsReply& sets,
+                   SeedSource& spot_seeds, const std::string& reject) {
+  const TimingProtocol& tp = options.protocol.timing;
+  const bool cpu = env.device != "cuda";
+  json timing = json::object(), rounds = json::array(), baseline_errors = json::object();
+  std::vector<msg::TimeReply> cand_replies;
+  std::map<std::string, std::vector<msg::TimeReply>> base_replies;
+  std::map<std::string, std::vector<PairedRound>> paired;  // per baseline mode
+  std::map<std::string, double> base_others;
+  double cand_others = -1, sampling_s = 0;
+  BlockChecks checks;
+  std::string failure;
+  int done = 0;
+  for (int r = 0; r < tp.pairs && failure.empty(); ++r) {
+    if (interrupted()) {
+      failure = "interrupted";
+      break;
+    }
+    EvalOptions block = options;
+    block.protocol.timing.rule = block_rule(tp.rule, tp.pairs, r == 0);
+    // The recomputed calls shared out between the blocks (16 over 6: 3 3 3 3 2 2), each block at least one.
+    block.protocol.timing.spot_draws = std::max(1, tp.spot_draws / tp.pairs + (r < tp.spot_draws % tp.pairs ? 1 : 0));
+    const bool baselines_first = r % 2 == 0;
+    json round = {{"round", r}, {"order", baselines_first ? "baselines, candidate" : "candidate, baselines"}};
+    json blocks = json::array();
+    std::vector<double> cand_ms;
+    std::map<std::string, std::vector<double>> base_ms;
+    bool rejected = false;
+
+    auto candidate_block = [&] {
+      const double t0 = epoch_s();
+      CandidateRun run = run_candidate(block, env, reference, candidate, sets, spot_seeds);
+      blocks.push_back({{"side", "candidate"}, {"start_s", t0}, {"end_s", epoch_s()}});
+      if (std::string why = run_failure(record, run, reject); !why.empty()) {
+        failure = why;
+        return;
+      }
+      const msg::TimeReply& cr = *run.timed;
+      const Stats bs = stats_of_reply(cr);
+      const size_t rejects = reject_count(record);
+      json c = json::object();
+      check_call_counts(record, c, run, bs, block.protocol.timing, reject);
+      check_call_bound(record, c, run, block.protocol.timing, !cpu, reject);
+      note_event_mismatches(record, c, cr, bs);
+      spot_check_calls(record, c, run, bs, block, reference, spot_seeds, reject);
+      checks.add(c);
+      rejected = reject_count(record) > rejects;
+      if (run.others >= 0) cand_others = std::max(cand_others, run.others);
+      sampling_s += cr.sampling_s;
+      cand_ms = cr.samples_ms;
+      round["candidate"] = {{"median_ms", bs.median_ms}, {"samples", bs.samples}, {"stop", cr.stop}, {"checks", c}};
+      cand_replies.push_back(cr);
+    };
+    auto baseline_blocks = [&] {
+      // Nothing of the candidate runs while the baselines are timed; the reference as kbv spawned it.
+      const int frozen = candidate.freeze();
+      struct Thaw {  // on every way out, an exception from a malformed reply included
+        WorkerProcess& w;
+        ~Thaw() { w.thaw(); }
+      } thaw_after{candidate};
+      restore_reference(record, reference);
+      json modes = json::object();
+      for (const auto& mode : tp.baselines) {
+        std::string error;
+        const double t0 = epoch_s();
+        std::optional<json> entry = measure_baseline(reference, block, mode, cpu, error, r);
+        blocks.push_back({{"side", mode}, {"start_s", t0}, {"end_s", epoch_s()}, {"frozen", frozen}});
+        if (!entry) {
+          baseline_errors[mode] = error;
+          continue;
+        }
+        msg::TimeReply reply;
+        reply.samples_ms = (*entry)["samples_ms"].get<std::vector<double>>();
+        const json& run = (*entry)["run"];
+        if (run.contains("discarded_ms") && run["discarded_ms"].is_array())
+          reply.discarded_ms = run["discarded_ms"].get<std::vector<double>>();
+        reply.overhead_ms = run.value("overhead_ms", 0.0);
+        reply.host_call_ms = run.value("host_call_ms", -1.0);
+        base_ms[mode] = reply.samples_ms;
+        base_replies[mode].push_back(reply);
+        const json& st = (*entry)["stats"];
+        if (st.contains("host_other_cores"))
+          base_others[mode] = std::max(base_others.count(mode) ? base_others[mode] : 0.0,
+                                       st["host_other_cores"].get<double>());
+        modes[mode] = st.value("median_ms", 0.0);
+      }
+      round["baselines_ms"] = modes;
+    };
+    if (baselines_first) {
+      baseline_blocks();
+      candidate_block();
+    } else {
+      candidate_block();
+      if (failure.empty()) baseline_blocks();
+    }
+    round["blocks"] = blocks;
+    rounds.push_back(round);
+    if (!failure.empty()) break;
+    for (const auto& [mode, ms_] : base_ms) paired[mode].push_back({ms_, cand_ms});
+    ++done;
+    if (rejected) break;  // the verdict is decided: no more rounds for a candidate already rejected
+  }
+  timing["rounds"] = rounds;
+  if (!failure.empty() || cand_replies.empty()) {
+    timing["error"] = failure.empty() ? "no candidate block was timed" : failure;
+    record.timing = timing_from_json(timing);
+    release_both(options, reference, &candidate);
+    return;
+  }
+  // The candidate's part is over (T17: nothing of it runs during the device calibration).
+  stop_candidate(record, candidate);
+  const msg::TimeReply& last = cand_replies.back();
+  const Stats cs = pooled_stats(cand_replies);
+  timing["method"] = last.method;
+  timing["candidate"] = cs.to_json();
+  if (cand_others >= 0) timing["candidate"]["host_other_cores"] = std::round(cand_others * 100) / 100;
+  checks.write(timing);
+  json baselines = json::object(), speedup = json::object(), ci = json::object();
+  for (const auto& [mode, replies] : base_replies) {
+    const Stats bs = pooled_stats(replies);
+    json st = bs.to_json();
+    st["cached"] = false;
+    st["blocks"] = replies.size();
+    if (base_others.count(mode)) st["host_other_cores"] = std::round(base_others[mode] * 100) / 100;
+    baselines[mode] = st;
+    if (bs.median_ms > 0 && cs.median_ms > 0) speedup[mode] = bs.median_ms / cs.median_ms;
+    if (std::optional<SpeedupInterval> iv = paired_speedup_interval(paired[mode])) ci[mode] = {iv->low, iv->high};
+  }
+  timing["baselines"] = baselines;
+  timing["speedup"] = speedup;
+  if (!ci.empty()) timing["speedup_ci95"] = ci;
+  if (!baseline_errors.empty()) timing["baseline_errors"] = baseline_errors;
+  timing["pairs"] = done;
+  note_host_busy(record, timing, cand_others);
+  std::vector<std::string> cache_refused;
+  check_floor(record, timing, sets, cs, options, env, reference, reject, cache_refused);
+  note_cache_refused(record, cache_refused);
+  describe_run(timing, last);
+  timing["sampling_s"] = sampling_s;
+  record.timing = timing_from_json(timing);
+  set_runtime(record, cs, env);
+  release_both(options, reference, nullptr);
+  reject_on_findings(record);
+}
+
 }  // namespace
 
 void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
@@ -712,6 +963,8 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   if (interrupted()) return give_up("interrupted");
   SeedSource spot_seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ 0x73706f74ULL)
                                               : std::nullopt);
+  if (options.protocol.timing.pairs > 0)
+    return timing_paired(record, options, env, reference, candidate, *sets, spot_seeds, reject);
   CandidateRun run = run_candidate(options, env, reference, candidate, *sets, spot_seeds);
   if (std::string why = run_failure(record, run, reject); !why.empty()) return give_up(why);
   const msg::TimeReply& cr = *run.timed;
@@ -726,7 +979,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   stop_candidate(record, candidate);
   const bool cacheable = restore_reference(record, reference);
   std::vector<std::string> cache_refused;
-  time_baselines(timing, pair, options, env, reference, cs, cacheable, cache_refused);
+  time_baselines(timing, pair, options, env, reference, cs, cr.samples_ms, cacheable, cache_refused);
   note_host_busy(record, timing, run.others);
   check_floor(record, timing, *sets, cs, options, env, reference, reject, cache_refused);
   note_cache_refused(record, cache_refused);

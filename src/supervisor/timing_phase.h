@@ -41,9 +41,10 @@ std::optional<msg::TimeInputsReply> draw_timing_inputs(WorkerProcess& reference,
                                                        std::string& error);
 // Times one baseline mode in the reference worker (after draw_timing_inputs); returns the cache
 // entry {mode, stats, samples_ms, run}, or nullopt with `error`. On the CPU (`cpu`) the stats
-// carry `host_other_cores`: the CPU other processes used meanwhile (util/host_load.h).
+// carry `host_other_cores`: the CPU other processes used meanwhile (util/host_load.h). `round`:
+// the paired round whose block this is (its fresh draws' seed; 0 unpaired).
 std::optional<nlohmann::json> measure_baseline(WorkerProcess& reference, const EvalOptions& options,
-                                               const std::string& mode, bool cpu, std::string& error);
+                                               const std::string& mode, bool cpu, std::string& error, int round = 0);
 // Whether a measured baseline entry may be cached: not when other processes held
 // host_busy_cores() or more while it was timed (it would slow every later speedup's denominator).
 bool baseline_cacheable(const nlohmann::json& entry);
@@ -52,8 +53,8 @@ bool baseline_cacheable(const nlohmann::json& entry);
 std::optional<nlohmann::json> device_calibration(WorkerProcess& reference, const EvalOptions& options,
                                                  const Environment& env, std::string& error);
 
-// One line for people: "time 0.0123 ms (median of 57, rse 0.4%); speedup 1.02x vs tf32, ...; 41% of
-// the speed of light". Empty when the record was not timed.
+// One line for people: "time 0.0123 ms (median of 57, rse 0.4%); speedup 1.02x [0.98-1.05] vs tf32
+// (no measurable difference), ...; 41% of the speed of light". Empty when the record was not timed.
 std::string timing_summary(const Record& record);
 
 // The samples of a worker's timing reply as STATS (docs/RECORD.md).

@@ -713,6 +713,53 @@ std::vector<Stray> namespace_strays(int group, const std::string& pid_ns) {
   return found;
 }
 
+std::vector<int> stop_processes(int group, const std::string& pid_ns) {
+  const int self = ::getpid();
+  std::unordered_set<int> stopped;
+  auto in_namespace = [&](int pid) {
+    if (pid_ns.empty()) return false;
+    char path[64], link[128] = {};
+    std::snprintf(path, sizeof path, "/proc/%d/ns/pid", pid);
+    const ssize_t n = ::readlink(path, link, sizeof link - 1);
+    return n > 0 && pid_ns == link;
+  };
+  if (group > 0) ::kill(-group, SIGSTOP);
+  for (int pass = 0, quiet = 0; pass < 200 && quiet < 2; ++pass) {
+    const std::vector<ProcEntry> table = proc_table();
+    bool grew = false;
+    for (bool more = true; more;) {
+      more = false;
+      for (const ProcEntry& p : table) {
+        if (ended(p) || p.pid == self || stopped.count(p.pid)) continue;
+        bool take = (group > 0 && p.pgrp == group) || stopped.count(p.ppid) > 0;
+        if (!take && p.ppid == self) {
+          std::lock_guard<std::mutex> lock(g_children_mutex);
+          take = !g_children.count(p.pid);  // a stray adopted by this process
+        }
+        if (!take) take = in_namespace(p.pid);
+        if (!take) continue;
+        ::kill(p.pid, SIGSTOP);
+        stopped.insert(p.pid);
+        more = grew = true;
+      }
+    }
+    quiet = grew ? 0 : quiet + 1;
+    if (!grew) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return {stopped.begin(), stopped.end()};
+}
+
+void continue_processes(const std::vector<int>& pids, int group) {
+  for (int pid : pids) ::kill(pid, SIGCONT);
+  if (group > 0) ::kill(-group, SIGCONT);
+}
+
+char process_state(int pid) {
+  for (const ProcEntry& p : proc_table())
+    if (p.pid == pid) return p.state;
+  return '?';
+}
+
 RunResult run_command(const std::vector<std::string>& argv,
                       const std::map<std::string, std::string>& env_set,
                       std::chrono::milliseconds timeout, size_t max_output) {

@@ -85,6 +85,18 @@ std::vector<Stray> kill_strays(int group, std::chrono::milliseconds settle = std
 // namespace ends (the kernel kills them with it, so kill_strays never sees them).
 std::vector<Stray> namespace_strays(int group, const std::string& pid_ns);
 
+// Stops (SIGSTOP, which cannot be caught or ignored) every live process of group `group`, every
+// descendant of those, the processes of PID namespace `pid_ns` (empty: none) and every child of
+// this process that spawn() did not start (strays, with their descendants), passing over /proc
+// until two passes find nothing new: a process forked meanwhile is stopped in the next pass.
+// Returns the processes stopped, for continue_processes. The paired timing freezes a candidate's
+// worker so while a baseline is timed (docs/TIMING.md, "Paired rounds"; T17).
+std::vector<int> stop_processes(int group, const std::string& pid_ns);
+// SIGCONT to each of `pids` and to group `group` (> 0).
+void continue_processes(const std::vector<int>& pids, int group);
+// The state letter of /proc/<pid>/stat ('R', 'S', 'T' for stopped, ...); '?' when unreadable.
+char process_state(int pid);
+
 // Runs a command to completion with a deadline; output (stdout+stderr) captured, at most
 // `max_output` bytes kept (the tail). Used for builds and probes.
 struct RunResult {

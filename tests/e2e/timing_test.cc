@@ -10,10 +10,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -115,6 +117,18 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   EXPECT_NEAR(sum, r["seconds"].get<double>(), 0.05) << ph.dump() << " against " << r["seconds"];
   EXPECT_GT(ph["timing"].get<double>(), 0.3) << "the time cap alone is 0.3 s of the candidate's sampling";
   EXPECT_NE(o.output.find("speedup"), std::string::npos) << "the summary line shows the speedups: " << o.output;
+  // Paired by default under --protocol kbv: every speedup with its interval, every round's medians.
+  EXPECT_EQ(t.value("pairs", 0), kbv::kDefaultTimingPairs) << t.dump(1).substr(0, 4000);
+  EXPECT_EQ(t["rounds"].size(), static_cast<size_t>(kbv::kDefaultTimingPairs));
+  EXPECT_EQ(r["protocol"]["timing"]["pairs"], kbv::kDefaultTimingPairs);
+  for (const char* mode : {"tf32", "fp32"}) {
+    ASSERT_TRUE(t["speedup_ci95"].contains(mode)) << t.dump(1).substr(0, 4000);
+    const double low = t["speedup_ci95"][mode][0].get<double>(), high = t["speedup_ci95"][mode][1].get<double>();
+    EXPECT_LE(low, t["speedup"][mode].get<double>()) << mode;
+    EXPECT_GE(high, t["speedup"][mode].get<double>()) << mode;
+    EXPECT_EQ(t["baselines"][mode]["cached"], false) << "paired baselines are measured, never cached";
+  }
+  EXPECT_NE(o.output.find(" paired rounds"), std::string::npos) << o.output;
 }
 
 TEST(Timing, OffLeavesTheRecordUntimed) {
@@ -303,6 +317,9 @@ void baseline_timed_after_the_candidate(const std::string& name, bool own_sessio
                        "0.3", "--sandbox", "off", "--json", out.string()},
                       out, cache.string());
   ASSERT_EQ(o.record["verdict"], "correct") << o.output;
+  // --protocol kernelbench: unpaired, the interval from the two sample sets apart.
+  EXPECT_FALSE(o.record["timing"].contains("pairs")) << o.record["timing"].dump(1).substr(0, 4000);
+  EXPECT_TRUE(o.record["timing"].contains("speedup_ci95")) << o.record["timing"].dump(1).substr(0, 4000);
   ASSERT_EQ(o.record["timing"]["baselines"]["fp32"]["cached"], false) << [&] {  // the record less its per-distribution checks, for a failure's cause
     json r = o.record;
     r.erase("distributions");
@@ -338,6 +355,135 @@ TEST(Timing, TheBaselineIsTimedAfterTheCandidateIsGone) { baseline_timed_after_t
 
 TEST(Timing, AProcessThatLeftTheGroupIsKilledBeforeTheBaseline) {
   baseline_timed_after_the_candidate("baseline-alone-setsid", true);
+}
+
+// Paired rounds keep the candidate's worker alive between its blocks; while a baseline block runs
+// it and everything it started are stopped (T17). The candidate's process (in a session of its own)
+// appends the wall clock to a file every few milliseconds: no beat may fall inside a baseline
+// block, and beats do fall inside the candidate's blocks (it was continued after each).
+TEST(Timing, PairedRoundsStopTheCandidateWhileABaselineIsTimed) {
+  fs::path dir = scratch("paired-freeze");
+  const fs::path beats = dir / "beats";
+  const std::string problem = (kSource / "problems/level1/19_ReLU.py").string();
+  const std::string src = kbv::read_file(problem).text +
+                          "\n\nimport subprocess\n"
+                          "_beat = subprocess.Popen(['sh', '-c', 'while :; do date +%s.%N >> " +
+                          beats.string() + "; sleep 0.002; done'], start_new_session=True)\n\n\n"
+                          "class ModelNew(Model):\n    pass\n";
+  const fs::path sol = dir / "relu_with_a_heartbeat.py", out = dir / "record.json";
+  ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
+  Outcome o = kbv_run({"eval", "--problem", problem, "--solution", sol.string(), "--device", "cpu", "--trials", "1",
+                       "--protocol", "kernelbench", "--policy", "lenient", "--baselines", "fp32", "--time-cap", "0.6",
+                       "--timing-pairs", "4", "--sandbox", "off", "--json", out.string()},
+                      out, (dir / "cache").string());
+  ASSERT_EQ(o.record["verdict"], "correct") << o.output;
+  const json& t = o.record["timing"];
+  ASSERT_EQ(t.value("pairs", 0), 4) << t.dump(1).substr(0, 4000);
+  ASSERT_EQ(t["rounds"].size(), 4u);
+  EXPECT_EQ(t["baselines"]["fp32"]["cached"], false) << "paired baselines are measured";
+  std::vector<std::pair<double, double>> base, cand;
+  for (const auto& round : t["rounds"])
+    for (const auto& b : round["blocks"]) {
+      const std::pair<double, double> w{b["start_s"].get<double>(), b["end_s"].get<double>()};
+      if (b["side"] == "candidate") {
+        cand.push_back(w);
+      } else {
+        base.push_back(w);
+        EXPECT_GE(b.value("frozen", 0), 2) << "the worker and the heartbeat's shell at least: " << b.dump();
+      }
+    }
+  ASSERT_EQ(base.size(), 4u);
+  ASSERT_EQ(cand.size(), 4u);
+  EXPECT_LT(base[0].second, cand[0].first) << "round 0: baselines first";
+  EXPECT_LT(cand[1].second, base[1].first) << "round 1: the candidate first";
+  std::istringstream lines(kbv::read_file(beats).text);
+  int in_base = 0, in_cand = 0, total = 0;
+  std::string worst;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    const double at = std::stod(line);
+    ++total;
+    for (const auto& [a, b] : base)
+      if (at > a && at < b) {
+        ++in_base;
+        worst = fmt::format("a beat at {:.4f} inside a baseline block [{:.4f}, {:.4f}]", at, a, b);
+      }
+    for (const auto& [a, b] : cand)
+      if (at > a && at < b) ++in_cand;
+  }
+  EXPECT_EQ(in_base, 0) << worst;
+  EXPECT_GT(in_cand, 0) << "the candidate's process ran again in its own blocks (" << total << " beats)";
+  ASSERT_TRUE(t.contains("speedup_ci95")) << t.dump(1).substr(0, 4000);
+  EXPECT_LE(t["speedup_ci95"]["fp32"][0].get<double>(), t["speedup_ci95"]["fp32"][1].get<double>());
+}
+
+// Two identical kernels (the candidate's C++ wrapper returns at::relu, the reference's own op):
+// the paired interval contains 1 and the terminal says there is no measurable difference.
+TEST(Timing, IdenticalKernelsShowNoMeasurableDifference) {
+  fs::path out = scratch("paired-identical") / "record.json";
+  Outcome o = kbv_run({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                       (kSource / "examples/level1/19_ReLU/cpu_aten_in_wrapper.py").string(), "--device", "cpu",
+                       "--trials", "1", "--protocol", "kernelbench", "--policy", "lenient", "--baselines", "fp32",
+                       "--time-cap", "1", "--timing-pairs", "6", "--json", out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  ASSERT_EQ(o.record["verdict"], "correct") << o.record["findings"].dump(1);
+  const json& t = o.record["timing"];
+  EXPECT_EQ(t.value("pairs", 0), 6);
+  ASSERT_TRUE(t.contains("speedup_ci95")) << t.dump(1).substr(0, 4000);
+  const double low = t["speedup_ci95"]["fp32"][0].get<double>(), high = t["speedup_ci95"]["fp32"][1].get<double>();
+  EXPECT_LE(low, 1.0) << "speedup " << t["speedup"].dump() << " [" << low << ", " << high << "]";
+  EXPECT_GE(high, 1.0) << "speedup " << t["speedup"].dump() << " [" << low << ", " << high << "]";
+  EXPECT_NE(o.output.find("(no measurable difference)"), std::string::npos) << o.output;
+  // Every round's medians are in the record, for audit.
+  ASSERT_EQ(t["rounds"].size(), 6u);
+  for (const auto& round : t["rounds"]) {
+    EXPECT_GT(round["candidate"]["median_ms"].get<double>(), 0.0) << round.dump();
+    EXPECT_GT(round["baselines_ms"]["fp32"].get<double>(), 0.0) << round.dump();
+  }
+}
+
+// The other side of the line: a candidate that is the reference's own op behind a 50 ms sleep is
+// many times slower than the baseline on any host, and its interval lies wholly below 1.
+TEST(Timing, AClearDifferenceExcludesOne) {
+  fs::path dir = scratch("paired-slower");
+  const std::string problem = (kSource / "problems/level1/19_ReLU.py").string();
+  const std::string src = kbv::read_file(problem).text +
+                          "\n\nimport time\n\n\nclass ModelNew(Model):\n"
+                          "    def forward(self, x):\n        time.sleep(0.05)\n        return torch.relu(x)\n";
+  const fs::path sol = dir / "relu_after_a_nap.py", out = dir / "record.json";
+  ASSERT_TRUE(kbv::write_file_atomic(sol, src).empty());
+  Outcome o = kbv_run({"eval", "--problem", problem, "--solution", sol.string(), "--device", "cpu", "--trials", "1",
+                       "--protocol", "kernelbench", "--policy", "lenient", "--baselines", "fp32", "--time-cap", "0.4",
+                       "--timing-pairs", "4", "--json", out.string()},
+                      out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  ASSERT_EQ(o.record["verdict"], "correct") << o.record["findings"].dump(1);
+  const json& t = o.record["timing"];
+  ASSERT_TRUE(t.contains("speedup_ci95")) << t.dump(1).substr(0, 4000);
+  EXPECT_LT(t["speedup_ci95"]["fp32"][1].get<double>(), 1.0) << t["speedup"] << " " << t["speedup_ci95"];
+  EXPECT_EQ(o.output.find("no measurable difference"), std::string::npos) << o.output;
+}
+
+// T17 under paired timing: cpu_spin_between_calls spins one thread per core whenever its own
+// calls have stopped, i.e. while the baselines are timed beside its live worker. Frozen during
+// those blocks, it gets the speedup of the same C++ loop without the spinners (cpu_honest).
+TEST(Timing, ASpinnerBetweenCallsDoesNotInflate) {
+  // --policy lenient: the static threads rule (T2) would reject the spinner before it runs; the
+  // runtime defence is the subject here.
+  const std::vector<std::string> flags = {"--baselines", "fp32", "--time-cap", "1", "--policy", "lenient"};
+  Outcome honest = eval("examples/level1/19_ReLU/cpu_honest.py", "cpu", flags);
+  Outcome spinner = eval("examples/level1/19_ReLU/cpu_spin_between_calls.py", "cpu", flags);
+  ASSERT_EQ(honest.record["verdict"], "correct") << honest.output;
+  ASSERT_EQ(spinner.record["verdict"], "correct") << spinner.output;
+  const json &h = honest.record["timing"], &sp = spinner.record["timing"];
+  ASSERT_EQ(sp.value("pairs", 0), kbv::kDefaultTimingPairs) << "paired by default under --protocol kbv";
+  const double hs = h["speedup"]["fp32"].get<double>(), ss = sp["speedup"]["fp32"].get<double>();
+  const double h_high = h["speedup_ci95"]["fp32"][1].get<double>(), s_low = sp["speedup_ci95"]["fp32"][0].get<double>();
+  // Unfrozen, the spinners take every core during the baseline blocks: the baseline runs several
+  // times slower (docs/TIMING.md, "Paired rounds", measured). Frozen, the two agree within noise.
+  EXPECT_LT(s_low, 1.5 * h_high) << "spinner " << ss << "x " << sp["speedup_ci95"].dump() << " against honest " << hs
+                                 << "x " << h["speedup_ci95"].dump();
 }
 
 TEST(Timing, BaselineCommandPrecomputesExportsAndImports) {

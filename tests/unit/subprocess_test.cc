@@ -473,6 +473,71 @@ TEST_F(Subprocess, KillStraysStopsAForkingStray) {
   EXPECT_EQ(left, 0) << "processes of the stray's session still running";
 }
 
+// Paired timing freezes a live candidate while a baseline is timed: its group, a child that left
+// the group (setsid) and an orphan adopted by this process all stop, use no CPU until continued,
+// and run again after; children spawn() started for others are left alone.
+TEST_F(Subprocess, StopProcessesFreezesTheGroupItsDescendantsAndStrays) {
+  SpawnOptions o;
+  auto member_file = dir_ / "member.pid", left_file = dir_ / "left.pid", orphan_file = dir_ / "orphan.pid";
+  const std::string spin = "sh -c 'while :; do :; done'";
+  o.argv = {"sh", "-c",
+            spin + " & echo $! > " + member_file.string() + "; setsid " + spin + " & echo $! > " + left_file.string() +
+                "; (setsid " + spin + " & echo $! > " + orphan_file.string() + "); exec sleep 300"};
+  std::string error;
+  auto worker = spawn(o, error);
+  ASSERT_TRUE(worker.has_value()) << error;
+  SpawnOptions plain;
+  plain.argv = {"sleep", "300"};
+  auto other = spawn(plain, error);
+  ASSERT_TRUE(other.has_value()) << error;
+  const int member = pid_from(member_file), left = pid_from(left_file), orphan = pid_from(orphan_file);
+  ASSERT_GT(member, 0);
+  ASSERT_GT(left, 0);
+  ASSERT_GT(orphan, 0);
+  ASSERT_TRUE(eventually_adopted(orphan)) << "parent " << stat_number(orphan, 4);
+  // `$!` is written before the background child has run setsid(): wait for it to leave.
+  for (int i = 0; i < 200 && stat_number(left, 5) == worker->pid; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_NE(stat_number(left, 5), worker->pid) << "the setsid child left the worker's group";
+
+  const std::vector<int> stopped = stop_processes(worker->pid, "");
+  auto has = [&](int pid) { return std::find(stopped.begin(), stopped.end(), pid) != stopped.end(); };
+  auto eventually_state = [&](int pid, bool want_stopped) {
+    for (int i = 0; i < 200; ++i) {
+      if ((process_state(pid) == 'T') == want_stopped) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  };
+  for (int pid : {worker->pid, member, left, orphan}) {
+    EXPECT_TRUE(has(pid)) << pid << " was not stopped";
+    EXPECT_TRUE(eventually_state(pid, true)) << pid << " state " << process_state(pid);
+  }
+  EXPECT_FALSE(has(other->pid)) << "a child spawn() started is not the worker's";
+  EXPECT_NE(process_state(other->pid), 'T');
+  const int cpu_before = stat_number(member, 14) + stat_number(left, 14) + stat_number(orphan, 14);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(stat_number(member, 14) + stat_number(left, 14) + stat_number(orphan, 14), cpu_before)
+      << "a stopped process used CPU time";
+
+  continue_processes(stopped, worker->pid);
+  for (int pid : {member, left, orphan}) EXPECT_TRUE(eventually_state(pid, false)) << pid;
+  bool ran = false;
+  for (int i = 0; i < 300 && !ran; ++i) {
+    std::this_thread::sleep_for(10ms);
+    ran = stat_number(member, 14) + stat_number(left, 14) + stat_number(orphan, 14) > cpu_before;
+  }
+  EXPECT_TRUE(ran) << "continued processes run again";
+
+  for (const Child& c : {*worker, *other}) {
+    kill_group(c.pid);
+    ::close(c.to_child);
+    ::close(c.from_child);
+  }
+  for (int pid : {left, orphan}) ::kill(pid, SIGKILL);
+  kill_strays(worker->pid);
+  for (int pid : {member, left, orphan}) EXPECT_TRUE(eventually_gone(pid)) << pid;
+}
+
 TEST(ExitStatusDescribe, Words) {
   ExitStatus s;
   s.signaled = true;

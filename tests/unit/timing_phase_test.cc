@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "supervisor/verdict.h"
 #include "util/host_load.h"
 
 namespace kbv {
@@ -111,6 +112,38 @@ TEST(TimingPhase, SummaryLine) {
             "time 0.5 ms (median of 12, rse 0.40%, steady-clock); speedup 1.010x [0.970, 1.050] vs fp32 (no "
             "measurable difference), 2.000x [1.800, 2.200] vs tf32 (faster); 25.0% of the speed of light; timing "
             "warnings: host busy, throttled");
+}
+
+TEST(TimingPhase, SummaryLineShowsTheIntervalAndNoMeasurableDifference) {
+  auto timing_summary = [](const json& j) { return kbv::timing_summary(record_from_json(j).record); };
+  json r = {{"timing",
+             {{"method", "steady-clock"},
+              {"candidate", {{"median_ms", 0.5}, {"samples", 60}, {"rse", 0.004}}},
+              {"speedup", {{"fp32", 1.01}, {"tf32", 2.0}}},
+              {"speedup_ci95", {{"fp32", {0.97, 1.04}}, {"tf32", {1.9, 2.1}}}},
+              {"pairs", 6}}}};
+  EXPECT_EQ(timing_summary(r), "time 0.5 ms (median of 60, rse 0.40%, steady-clock); speedup 1.010x [0.970, 1.040] "
+                               "vs fp32 (no measurable difference), 2.000x [1.900, 2.100] vs tf32 (faster); 6 paired "
+                               "rounds");
+  r["timing"]["speedup_ci95"]["tf32"] = {0.5, 0.9};
+  r["timing"]["speedup"]["tf32"] = 0.7;
+  EXPECT_EQ(timing_summary(r).find("(no measurable difference), 0.700x [0.500, 0.900] vs tf32 (slower);") != std::string::npos,
+            true)
+      << timing_summary(r);
+}
+
+TEST(TimingPhase, PairedRoundsAreTheKbvDefaultAndUnpairedUpstream) {
+  EXPECT_EQ(Protocol{}.timing.pairs, kDefaultTimingPairs);
+  EXPECT_EQ(Protocol{}.to_json()["timing"]["pairs"], kDefaultTimingPairs);
+  EXPECT_EQ(kernelbench_protocol().timing.pairs, 0) << "upstream times the candidate once, then the baseline";
+  Protocol q;
+  q.timing.pairs = 2;
+  EXPECT_NE(protocol_hash(q, json::object()), protocol_hash(Protocol{}, json::object()));
+  // A cached baseline is an unpaired one: its key does not depend on the pairs.
+  EvalOptions o, paired = o;
+  paired.protocol.timing.pairs = 3;
+  o.protocol.timing.pairs = 0;
+  EXPECT_EQ(baseline_key("code", o, env("NVIDIA H200"), "tf32"), baseline_key("code", paired, env("NVIDIA H200"), "tf32"));
 }
 
 TEST(TimingPhase, ProtocolCarriesTimingKnobs) {
