@@ -84,6 +84,10 @@ void CommonFlags::add(CLI::App* app) {
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
   app->add_option("--trials", trials, "correctness trials (each over every distribution)")->check(kbv::cli::kPositive);
+  app->add_option("--flaky-reruns", flaky_reruns,
+                  "identical re-runs (same seed and inputs) of the first failed check: one that passes makes the "
+                  "verdict flaky, not wrong_output (default 2; 0 under --protocol kernelbench; at most 100)")
+      ->check(CLI::Range(0, 100));
   app->add_option("--tolerance", tolerance, "atol = rtol = relative-L2 tolerance (default: the precision's)")
       ->check(kbv::cli::kPositive);
   app->add_option("--seed", seed, "fixed master seed (default: secret seeds from the OS)");
@@ -104,6 +108,7 @@ kbv::EvalOptions CommonFlags::options() const {
   kbv::EvalOptions o;
   o.protocol = protocol == "kernelbench" ? kbv::kernelbench_protocol() : kbv::Protocol{};
   if (trials > 0) o.protocol.trials = trials;
+  if (flaky_reruns >= 0) o.protocol.flaky_reruns = flaky_reruns;
   kbv::set_precision(o.protocol, precision);
   if (tolerance > 0) o.protocol.atol = o.protocol.rtol = o.protocol.rel_l2 = tolerance;
   o.protocol.seed = seed;

@@ -19,6 +19,7 @@ struct CommonFlags {
   std::string policy = "strict";
   std::string precision = "fp32";
   int trials = -1;
+  int flaky_reruns = -1;  // -1: the protocol's (2 for kbv, 0 for kernelbench)
   double tolerance = -1;
   std::optional<uint64_t> seed;
   std::string cache_dir;

@@ -2,6 +2,7 @@
 #include "record/decide.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace kbv {
 
@@ -98,14 +99,50 @@ bool reject_on_findings(Record& record) {
   return false;
 }
 
+namespace {
+
+std::string reason_text(const std::optional<nlohmann::json>& reason) {
+  if (!reason) return "no reason given";
+  return reason->is_string() ? reason->get<std::string>() : reason->dump();
+}
+
+// "re-run 1" / "re-runs 1, 2"
+std::string reruns_text(const std::vector<FlakyAttempt>& attempts) {
+  std::vector<int> n;
+  for (const auto& a : attempts)
+    if (a.attempt > 0) n.push_back(a.attempt);
+  return fmt::format("re-run{} {}", n.size() == 1 ? "" : "s", fmt::join(n, ", "));
+}
+
+}  // namespace
+
 void decide_checks(Record& record, int passed, int total, const std::string& first_failure) {
   if (reject_on_findings(record)) return;
   if (passed == total && total > 0) {
     set_verdict(record, Verdict::correct, fmt::format("passed {} of {} checks", passed, total));
-  } else {
-    set_verdict(record, Verdict::wrong_output, first_failure);
-    record.metadata.correctness_issue = first_failure;
+    return;
   }
+  const Flaky* f = record.flaky ? &*record.flaky : nullptr;
+  if (f && !f->passed.empty() && !f->failed.empty()) {
+    // The same draw (seed and scale) failed and passed: the candidate is unstable, not wrong.
+    const FlakyAttempt& first = f->failed.front();
+    const FlakyAttempt& ok = f->passed.front();
+    const bool others = f->failed.size() > 1;
+    std::string message = fmt::format(
+        "trial {} {} (x{}) failed, then passed on identical re-run {} of at most {} (same seed, same inputs){}: "
+        "unstable, not wrong on every run; the failure: {}",
+        first.trial, first.distribution, first.scale, ok.attempt, f->reruns,
+        others ? fmt::format("; {} failed again", reruns_text(f->failed)) : std::string(), reason_text(first.reason));
+    set_verdict(record, Verdict::flaky, message);
+    record.metadata.correctness_issue = message;
+    return;
+  }
+  std::string message = first_failure;
+  if (f && f->failed.size() > 1)
+    message += fmt::format(" (failed again on {} identical re-run{}: same seed, same inputs)",
+                           f->failed.size() - 1, f->failed.size() == 2 ? "" : "s");
+  set_verdict(record, Verdict::wrong_output, message);
+  record.metadata.correctness_issue = message;
 }
 
 }  // namespace kbv

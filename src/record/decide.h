@@ -53,8 +53,10 @@ bool has_reject(const Record& record);
 // When a finding rejects: verdict rejected with the first rejecting finding's message. True then.
 bool reject_on_findings(Record& record);
 
-// After the checks (and the audit and memory phases): rejected, correct ("passed N of M checks")
-// or wrong_output (the first failed check).
+// After the checks (and the audit and memory phases): rejected, correct ("passed N of M checks"),
+// flaky (record.flaky holds a passing identical re-run of the first failed check: the message names
+// the draw, the re-run that passed and those that failed) or wrong_output (the first failed check,
+// and how many identical re-runs failed the same way when it was re-run).
 void decide_checks(Record& record, int passed, int total, const std::string& first_failure);
 
 }  // namespace kbv

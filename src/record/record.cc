@@ -251,6 +251,18 @@ KBV_FIELDS(TrialResult) {
   v.opt("mutated_inputs", m.mutated_inputs);
   v.opt("reference_error", m.reference_error);
 }
+KBV_FIELDS(FlakyAttempt) {
+  v.always("trial", m.trial);
+  v.always("distribution", m.distribution);
+  v.always("scale", m.scale);
+  v.always("attempt", m.attempt);
+  v.opt("reason", m.reason);
+}
+KBV_FIELDS(Flaky) {
+  v.always("reruns", m.reruns);
+  v.list("passed", m.passed);
+  v.list("failed", m.failed);
+}
 KBV_FIELDS(Metadata) {
   v.opt("hardware", m.hardware);
   v.opt("device", m.device);
@@ -327,6 +339,7 @@ KBV_FIELDS(Record) {
   v.always("message", m.message);
   v.list("findings", m.findings);
   v.list("distributions", m.distributions);
+  v.part("flaky", m.flaky);
   v.opt("reference_error", m.reference_error);
   v.opt("traceback", m.traceback);
   v.opt("problem_overrides", m.problem_overrides);

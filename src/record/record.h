@@ -50,6 +50,23 @@ struct TrialResult {
   Unknown unknown;
 };
 
+// `flaky`: the identical re-runs of the first failed check (same seed, so the reference draws the
+// same inputs; same scale), made when the protocol's flaky_reruns is above 0 (docs/RECORD.md). A
+// re-run that passes makes the verdict flaky; when every one fails too, it stays wrong_output.
+struct FlakyAttempt {
+  int trial = 0;
+  std::string distribution;              // "D1"
+  double scale = 1.0;
+  int attempt = 0;                       // 0: the check itself; 1..reruns: its re-runs
+  std::optional<nlohmann::json> reason;  // a failed attempt: why (the reference's text)
+  Unknown unknown;
+};
+struct Flaky {
+  int reruns = 0;  // the protocol's bound on the re-runs (those made: passed + failed - 1)
+  std::vector<FlakyAttempt> passed, failed;
+  Unknown unknown;
+};
+
 // `metadata`: KernelBench's keys and kbv's. Imported records carry upstream's own keys in extra.
 struct Metadata {
   std::optional<std::string> hardware, device, correctness_trials, compilation_error, runtime_error,
@@ -141,6 +158,7 @@ struct Record {
   std::string message;
   std::vector<Finding> findings;
   std::vector<TrialResult> distributions;
+  std::optional<Flaky> flaky;  // the re-runs of the first failed check, when it was re-run
   std::optional<nlohmann::json> reference_error;  // below fp32: per output, the worst draw
   std::optional<std::string> traceback;
   std::optional<nlohmann::json> problem_overrides;

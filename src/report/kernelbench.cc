@@ -19,6 +19,8 @@ nlohmann::ordered_json entry_of(const Record& record) {
   entry["correctness"] = record.correctness;
   entry["metadata"] = record.unknown.absent.count("metadata") ? nlohmann::ordered_json::object()
                                                                : nlohmann::ordered_json(to_json(record.metadata));
+  // KernelBench has no flaky status: correctness false, and why here (docs/METRICS.md).
+  if (record.verdict == Verdict::flaky) entry["metadata"]["kbv_flaky"] = record.message;
   entry["runtime"] = record.runtime;
   entry["runtime_stats"] = record.unknown.absent.count("runtime_stats")
                                ? nlohmann::ordered_json::object()

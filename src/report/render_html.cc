@@ -41,6 +41,7 @@ std::string esc(const std::string& s) {
 const char* verdict_color(const std::string& v) {
   if (v == "correct") return "#2e7d32";
   if (v == "wrong_output") return "#ef6c00";
+  if (v == "flaky") return "#ffb74d";
   if (v == "rejected") return "#6a1b9a";
   if (v == "compile_error") return "#546e7a";
   if (v == "runtime_error") return "#c62828";
@@ -472,8 +473,8 @@ std::string overlay_svg(const ReportInput& input) {
 
 std::string verdict_svg(const RunSummary& run, const std::string& id) {
   const double label_w = 90, bar_w = 560, row_h = 22;
-  std::vector<std::string> order = {"correct", "wrong_output", "rejected",      "compile_error", "runtime_error",
-                                    "timeout", "crashed",      "problem_error", "missing"};
+  std::vector<std::string> order = {"correct", "wrong_output", "flaky",         "rejected", "compile_error",
+                                    "runtime_error", "timeout", "crashed", "problem_error", "missing"};
   for (const auto& s : run.scopes)
     for (const auto& [v, n] : s.verdicts)
       if (std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);

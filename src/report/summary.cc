@@ -48,7 +48,8 @@ void native_gates(const Record& record, SampleView& v) {
     return;
   }
   const bool stopped_early = v.verdict == "runtime_error" || v.verdict == "timeout" || v.verdict == "crashed";
-  if (v.verdict != "wrong_output" && !stopped_early) {
+  // flaky: the checks ran as for wrong_output (a failed one, re-run, passed once): its D1 results decide.
+  if (v.verdict != "wrong_output" && v.verdict != "flaky" && !stopped_early) {
     v.standard = false;  // did not compile, rejected as a cheat, or a broken problem
     return;
   }

@@ -363,8 +363,8 @@ Table verdict_table(const RunSummary& run, size_t index) {
   t.title = "Verdicts";
   t.header = {"outcome"};
   for (const auto& s : run.scopes) t.header.push_back(scope_header(s));
-  std::vector<std::string> verdicts = {"correct", "wrong_output", "rejected",      "compile_error", "runtime_error",
-                                       "timeout", "crashed",      "problem_error", "missing"};
+  std::vector<std::string> verdicts = {"correct", "wrong_output", "flaky",         "rejected", "compile_error",
+                                       "runtime_error", "timeout", "crashed", "problem_error", "missing"};
   for (const auto& s : run.scopes)
     for (const auto& [v, n] : s.verdicts)
       if (std::find(verdicts.begin(), verdicts.end(), v) == verdicts.end()) verdicts.push_back(v);

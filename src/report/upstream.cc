@@ -501,6 +501,9 @@ nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records,
       metadata = r.unknown.absent.count("metadata") ? nlohmann::ordered_json::object()
                                                     : nlohmann::ordered_json(to_json(r.metadata));
       if (!imported) add_trial_metadata(r, hidden, metadata);
+      // KernelBench has no flaky status: the failed check is counted (correctness false where it
+      // decides) and the instability is said here (docs/METRICS.md).
+      if (r.verdict == Verdict::flaky) metadata["kbv_flaky"] = r.message;
       if (hidden) {
         std::vector<std::string> configs;
         for (const auto& d : v.failed_distributions) configs.push_back(config_name(d));

@@ -314,6 +314,71 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   int passed = 0, total = 0;
   std::string first_failure;
   bool stopped = false;
+  // One check: the reference draws the inputs of `seed` at the distribution's scale, the candidate
+  // runs them, the reference compares. Attempt 0 is the check itself, 1.. its identical re-runs
+  // (same seed, so the same inputs). Empty when the evaluation stops; the record says why.
+  struct Checked {
+    msg::CheckReply reply;
+    std::optional<json> reference_error;
+  };
+  auto check_once = [&](int trial, const Distribution& d, uint64_t seed, int attempt) -> std::optional<Checked> {
+    const std::string again = attempt > 0 ? fmt::format(" re-run {}", attempt) : std::string();
+    msg::InputsRequest inputs;
+    inputs.seed = seed;
+    inputs.scale = d.scale;
+    inputs.input_draw = p.input_draw;
+    inputs.tolerance.atol = p.atol;
+    inputs.tolerance.rtol = p.rtol;
+    inputs.tolerance.rel_l2 = p.rel_l2;
+    Reply in = ref->call(msg::to_json(inputs), ms(options.timeouts.reference_s));
+    std::optional<msg::InputsReply> drawn = reply_as<msg::InputsReply>(in);
+    if (!drawn) {
+      FailureKind f = classify(worker_failure(in), "problem_error");
+      std::string msg = fmt::format("{}: the reference failed on trial {} {} (x{}){}: {}", pair.problem_path.string(),
+                                    trial, d.name, d.scale, again, f.message);
+      fail_problem(record, f.kind == "interrupted", msg);
+      reference.reset();
+      return std::nullopt;
+    }
+    Reply out = cand->call(msg::to_json(msg::RunRequest{drawn->args}), ms(options.timeouts.call_s));
+    std::optional<msg::RunReply> ran = reply_as<msg::RunReply>(out);
+    if (!ran) {
+      const std::string where = fmt::format("trial {} {} (x{}){}", trial, d.name, d.scale, again);
+      fail_from(out, where);
+      if (record.verdict == Verdict::runtime_error)
+        if (auto m = dtype_fallback_message(msg::failure_of(out.body).message, p.precision, drawn->args)) {
+          record.message = where + ": " + *m;
+          record.metadata.runtime_error = record.message;
+          record.metadata.dtype_fallback = true;
+        }
+      ref->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
+      return std::nullopt;
+    }
+    Reply chk = ref->call(msg::to_json(msg::CheckRequest{ran->outputs, p.wire_tolerance()}),
+                          ms(options.timeouts.reference_s));
+    cand->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.call_s));
+    ref->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
+    std::optional<msg::CheckReply> checked = reply_as<msg::CheckReply>(chk);
+    if (!checked) {
+      FailureKind f = classify(worker_failure(chk), "runtime_error");
+      // A malformed output handle is the candidate's doing; a dead reference is not.
+      std::string kind = f.kind;
+      set_verdict(record,
+                  kind == "interrupted"     ? Verdict::interrupted
+                  : kind == "runtime_error" ? Verdict::runtime_error
+                                            : Verdict::problem_error,
+                  fmt::format("checking trial {} {}{}: {}", trial, d.name, again, f.message));
+      if (kind != "runtime_error") reference.reset();
+      return std::nullopt;
+    }
+    if (!checked->mutated_inputs.empty() && !has_reject(record))
+      record.findings.push_back(make_finding(
+          "input_mutation", "reject",
+          fmt::format("the candidate changed input(s) {} which the reference leaves unchanged",
+                      json(checked->mutated_inputs).dump()),
+          fmt::format("trial {} {}{}", trial, d.name, again), "T8"));
+    return Checked{std::move(*checked), drawn->reference_error};
+  };
   for (int trial = 0; trial < p.trials && !stopped; ++trial) {
     for (const auto& d : p.distributions) {
       uint64_t seed = p.name == "kernelbench" && trial < static_cast<int>(trial_seeds.size()) ? trial_seeds[trial]
@@ -323,79 +388,48 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
       entry.distribution = d.name;
       entry.scale = d.scale;
       if (p.seed || p.name == "kernelbench") entry.seed = seed;
-      msg::InputsRequest inputs;
-      inputs.seed = seed;
-      inputs.scale = d.scale;
-      inputs.input_draw = p.input_draw;
-      inputs.tolerance.atol = p.atol;
-      inputs.tolerance.rtol = p.rtol;
-      inputs.tolerance.rel_l2 = p.rel_l2;
-      Reply in = ref->call(msg::to_json(inputs), ms(options.timeouts.reference_s));
-      std::optional<msg::InputsReply> drawn = reply_as<msg::InputsReply>(in);
-      if (!drawn) {
-        FailureKind f = classify(worker_failure(in), "problem_error");
-        std::string msg = fmt::format("{}: the reference failed on trial {} {} (x{}): {}",
-                                      pair.problem_path.string(), trial, d.name, d.scale, f.message);
-        fail_problem(record, f.kind == "interrupted", msg);
-        reference.reset();
+      std::optional<Checked> c = check_once(trial, d, seed, 0);
+      if (!c) {
         stopped = true;
         break;
       }
-      if (drawn->reference_error) {
-        entry.reference_error = *drawn->reference_error;
-        merge_reference_error(reference_error, *drawn->reference_error, d.name);
-      }
-      Reply out = cand->call(msg::to_json(msg::RunRequest{drawn->args}), ms(options.timeouts.call_s));
-      std::optional<msg::RunReply> ran = reply_as<msg::RunReply>(out);
-      if (!ran) {
-        const std::string where = fmt::format("trial {} {} (x{})", trial, d.name, d.scale);
-        fail_from(out, where);
-        if (record.verdict == Verdict::runtime_error)
-          if (auto m = dtype_fallback_message(msg::failure_of(out.body).message, p.precision, drawn->args)) {
-            record.message = where + ": " + *m;
-            record.metadata.runtime_error = record.message;
-            record.metadata.dtype_fallback = true;
-          }
-        ref->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
-        stopped = true;
-        break;
-      }
-      Reply chk = ref->call(msg::to_json(msg::CheckRequest{ran->outputs, p.wire_tolerance()}),
-                            ms(options.timeouts.reference_s));
-      cand->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.call_s));
-      ref->call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
-      std::optional<msg::CheckReply> checked = reply_as<msg::CheckReply>(chk);
-      if (!checked) {
-        FailureKind f = classify(worker_failure(chk), "runtime_error");
-        // A malformed output handle is the candidate's doing; a dead reference is not.
-        std::string kind = f.kind;
-        set_verdict(record,
-                    kind == "interrupted"     ? Verdict::interrupted
-                    : kind == "runtime_error" ? Verdict::runtime_error
-                                              : Verdict::problem_error,
-                    fmt::format("checking trial {} {}: {}", trial, d.name, f.message));
-        if (kind != "runtime_error") reference.reset();
-        stopped = true;
-        break;
+      if (c->reference_error) {
+        entry.reference_error = *c->reference_error;
+        merge_reference_error(reference_error, *c->reference_error, d.name);
       }
       ++total;
-      bool ok = checked->passed;
+      const msg::CheckReply& checked = c->reply;
+      bool ok = checked.passed;
       entry.passed = ok;
-      entry.comparisons = checked->comparisons;
-      if (!ok) entry.reason = checked->reason;
-      if (!checked->mutated_inputs.empty()) {
-        entry.mutated_inputs = checked->mutated_inputs;
-        if (!has_reject(record))
-          record.findings.push_back(make_finding(
-              "input_mutation", "reject",
-              fmt::format("the candidate changed input(s) {} which the reference leaves unchanged",
-                          entry.mutated_inputs->dump()),
-              fmt::format("trial {} {}", trial, d.name), "T8"));
-      }
+      entry.comparisons = checked.comparisons;
+      if (!ok) entry.reason = checked.reason;
+      if (!checked.mutated_inputs.empty()) entry.mutated_inputs = checked.mutated_inputs;
       if (ok) ++passed;
-      if (!ok && first_failure.empty())
-        first_failure = fmt::format("trial {} {} (x{}): {}", trial, d.name, d.scale, checked->reason);
+      if (!ok && first_failure.empty()) {
+        first_failure = fmt::format("trial {} {} (x{}): {}", trial, d.name, d.scale, checked.reason);
+        // The first failed check, re-run as it was (DESIGN.md, Flaky): a pass on the same inputs
+        // says the candidate is unstable, not wrong. Stops at the first re-run that passes.
+        if (p.flaky_reruns > 0) {
+          Flaky f;
+          f.reruns = p.flaky_reruns;
+          f.failed.push_back({trial, d.name, d.scale, 0, json(checked.reason), {}});
+          for (int attempt = 1; attempt <= p.flaky_reruns && !stopped; ++attempt) {
+            std::optional<Checked> again = check_once(trial, d, seed, attempt);
+            if (!again) {
+              stopped = true;
+              break;
+            }
+            if (again->reply.passed) {
+              f.passed.push_back({trial, d.name, d.scale, attempt, std::nullopt, {}});
+              break;
+            }
+            f.failed.push_back({trial, d.name, d.scale, attempt, json(again->reply.reason), {}});
+          }
+          record.flaky = std::move(f);
+        }
+      }
       dists.push_back(entry);
+      if (stopped) break;
     }
   }
   record.distributions = std::move(dists);

@@ -106,6 +106,12 @@ SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
     if (auto p = parse_policy(e.value("policy", ""))) o.protocol.policy = *p;
     // An entry's "precision" (bf16, fp16) applies to it alone, with that precision's tolerance.
     if (std::string pr = e.value("precision", ""); valid_precision(pr)) set_precision(o.protocol, pr);
+    // "trials", "flaky_reruns": an entry whose verdict is a matter of odds (a flaky candidate) names
+    // the counts that make it all but certain.
+    if (auto t = e.find("trials"); t != e.end() && t->is_number_integer() && t->get<int>() > 0)
+      o.protocol.trials = t->get<int>();
+    if (auto r = e.find("flaky_reruns"); r != e.end() && r->is_number_integer() && r->get<int>() >= 0)
+      o.protocol.flaky_reruns = r->get<int>();
     return o;
   };
 

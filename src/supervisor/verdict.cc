@@ -23,6 +23,7 @@ nlohmann::json Protocol::to_json() const {
                       {"input_draw", input_draw},
                       {"policy", policy_name(policy)},
                       {"timing", timing.to_json()},
+                      {"flaky_reruns", flaky_reruns},
                       {"runtime_audit", "kbv-audit-1"}};  // docs/POLICY.md, "Runtime audits"
   if (name == "kernelbench")
     j["seed_policy"] = "kernelbench (trial seeds drawn from seed 42)";
@@ -41,6 +42,7 @@ Protocol kernelbench_protocol() {
   p.use_rel_l2 = false;
   p.input_draw = "host";
   p.timing.pairs = 0;  // upstream times the candidate once and the baseline apart
+  p.flaky_reruns = 0;  // upstream has no re-runs
   return p;
 }
 

@@ -40,6 +40,9 @@ struct Protocol {
   std::string input_draw = "device";
   Policy policy = Policy::strict;           // static findings: strict rejects, lenient only warns (docs/POLICY.md)
   TimingProtocol timing;                    // the timing engine's knobs (docs/TIMING.md)
+  // Identical re-runs (same seed, same scale) of the first failed check: one that passes makes the
+  // verdict flaky rather than wrong_output (DESIGN.md, Flaky). 0 under --protocol kernelbench.
+  int flaky_reruns = 2;
 
   nlohmann::json to_json() const;
   // This protocol's comparison tolerance as every worker request that compares outputs carries it.

@@ -42,6 +42,8 @@ struct Entry {
   std::string audit;              // the runtime-audit rule that must reject it (docs/POLICY.md)
   std::vector<std::string> also;  // other verdicts the entry may get (memory-dependent cheats)
   std::string name;
+  int trials = 2;          // the entry's "trials", else 2
+  int flaky_reruns = -1;   // the entry's "flaky_reruns", else the protocol's
 };
 
 void PrintTo(const Entry& e, std::ostream* os) {
@@ -60,6 +62,8 @@ std::vector<Entry> manifest() {
     if (e.contains("fails_only") && e["fails_only"].is_array())
       for (const auto& d : e["fails_only"]) x.fails_only.push_back(d);
     x.audit = e.value("audit", "");
+    if (e.contains("trials") && e["trials"].is_number_integer()) x.trials = e["trials"];
+    if (e.contains("flaky_reruns") && e["flaky_reruns"].is_number_integer()) x.flaky_reruns = e["flaky_reruns"];
     if (e.contains("also") && e["also"].is_array())
       for (const auto& v : e["also"])
         if (v.is_string() && v != "correct") x.also.push_back(v);
@@ -107,10 +111,12 @@ TEST_P(Corpus, VerdictAsExpected) {
     lock.emplace();
   }
   fs::path out = temp_dir(e.name) / "record.json";
-  Outcome o = run_kbv({"eval", "--problem", (kSource / e.problem).string(), "--solution",
-                       (kSource / e.solution).string(), "--device", e.device, "--trials", "2", "--timeout-call", "10",
-                       "--policy", e.policy, "--precision", e.precision, "--json", out.string()},
-                      out);
+  std::vector<std::string> args = {"eval", "--problem", (kSource / e.problem).string(), "--solution",
+                                   (kSource / e.solution).string(), "--device", e.device, "--trials",
+                                   std::to_string(e.trials), "--timeout-call", "10", "--policy", e.policy,
+                                   "--precision", e.precision, "--json", out.string()};
+  if (e.flaky_reruns >= 0) args.insert(args.end(), {"--flaky-reruns", std::to_string(e.flaky_reruns)});
+  Outcome o = run_kbv(args, out);
   ASSERT_EQ(o.code, 0) << o.output;
   ASSERT_TRUE(o.record.is_object()) << o.output;
   if (!e.pending.empty() && o.record["verdict"] != e.expected)
@@ -128,6 +134,12 @@ TEST_P(Corpus, VerdictAsExpected) {
     for (const auto& d : o.record["distributions"])
       if (!d["passed"].get<bool>()) failed.insert(d["distribution"]);
     EXPECT_EQ(failed, expected) << o.record["distributions"].dump();
+  }
+  if (got == "flaky") {
+    // The record says which re-run of the failed check passed (docs/RECORD.md).
+    ASSERT_TRUE(o.record.contains("flaky")) << o.record.dump(2);
+    EXPECT_FALSE(o.record["flaky"]["passed"].empty()) << o.record["flaky"].dump();
+    EXPECT_EQ(o.record["flaky"]["failed"][0]["attempt"], 0) << o.record["flaky"].dump();
   }
   if (!e.audit.empty()) {
     bool by_rule = false;
@@ -297,6 +309,78 @@ TEST(Eval, FixedSeedIsReproducibleAndRecorded) {
   EXPECT_EQ(oa.record["protocol"]["seed"], 7);
   EXPECT_EQ(oa.record["protocol"]["seed_policy"], "fixed");
   EXPECT_EQ(oa.record["distributions"], ob.record["distributions"]);
+}
+
+// Instability told apart from failure (DESIGN.md, Flaky): a candidate wrong on a random 30% of its
+// calls gets `flaky`, the re-run that passed named; with 10 trials x 4 distributions and 10 re-runs
+// another verdict has odds 0.7^40 + 0.3^10, under 1e-5.
+TEST(Eval, AFlakyCandidateIsFlakyNotWrongOutput) {
+  fs::path dir = temp_dir("flaky");
+  Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                       (kSource / "examples/level1/19_ReLU/cpu_flaky.py").string(), "--device", "cpu", "--trials",
+                       "10", "--flaky-reruns", "10", "--seed", "11", "--json", (dir / "r.json").string()},
+                      dir / "r.json");
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "flaky") << o.record["message"];
+  EXPECT_EQ(o.record["correctness"], false);
+  EXPECT_EQ(o.record["protocol"]["flaky_reruns"], 10);
+  ASSERT_TRUE(o.record.contains("flaky")) << o.record.dump(2);
+  const json& f = o.record["flaky"];
+  EXPECT_EQ(f["reruns"], 10);
+  ASSERT_EQ(f["passed"].size(), 1u) << f.dump();
+  ASSERT_GE(f["failed"].size(), 1u) << f.dump();
+  const json& first = f["failed"][0];
+  EXPECT_EQ(first["attempt"], 0);
+  EXPECT_TRUE(first["reason"].is_string()) << f.dump();
+  // Every attempt is the same draw; the one that passed comes after the failed ones.
+  for (const auto& a : f["failed"]) {
+    EXPECT_EQ(a["trial"], first["trial"]);
+    EXPECT_EQ(a["distribution"], first["distribution"]);
+  }
+  EXPECT_EQ(f["passed"][0]["trial"], first["trial"]);
+  EXPECT_EQ(f["passed"][0]["distribution"], first["distribution"]);
+  EXPECT_EQ(f["passed"][0]["attempt"].get<int>(), static_cast<int>(f["failed"].size())) << f.dump();
+  const std::string m = o.record["message"];
+  const std::string draw =
+      "trial " + std::to_string(first["trial"].get<int>()) + " " + first["distribution"].get<std::string>();
+  EXPECT_NE(m.find(draw), std::string::npos) << m;
+  EXPECT_NE(m.find("re-run"), std::string::npos) << m;
+  // The distributions list is the checks as first run: the failed one stays failed there.
+  bool listed_failed = false;
+  for (const auto& d : o.record["distributions"])
+    if (d["trial"] == first["trial"] && d["distribution"] == first["distribution"]) listed_failed = !d["passed"].get<bool>();
+  EXPECT_TRUE(listed_failed) << o.record["distributions"].dump();
+}
+
+// A consistently wrong candidate fails every identical re-run: wrong_output as before, the re-runs
+// recorded; one wrong only on D4 (the hidden distribution's catch) stays wrong_output too. Under
+// --protocol kernelbench (upstream) nothing is re-run.
+TEST(Eval, AConsistentlyWrongCandidateStaysWrongOutputAfterReruns) {
+  fs::path dir = temp_dir("consistently_wrong");
+  for (const char* s : {"examples/level1/19_ReLU/cpu_off_by_one.py", "examples/level1/19_ReLU/cpu_abs.py"}) {
+    Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                         (kSource / s).string(), "--device", "cpu", "--trials", "1", "--json",
+                         (dir / "r.json").string()},
+                        dir / "r.json");
+    ASSERT_EQ(o.code, 0) << o.output;
+    EXPECT_EQ(o.record["verdict"], "wrong_output") << s << ": " << o.record["message"];
+    EXPECT_EQ(o.record["protocol"]["flaky_reruns"], 2) << "the kbv protocol's default";
+    ASSERT_TRUE(o.record.contains("flaky")) << o.record.dump(2);
+    EXPECT_TRUE(o.record["flaky"]["passed"].empty()) << o.record["flaky"].dump();
+    ASSERT_EQ(o.record["flaky"]["failed"].size(), 3u) << "the check and its 2 re-runs: " << o.record["flaky"].dump();
+    for (int a = 0; a < 3; ++a) EXPECT_EQ(o.record["flaky"]["failed"][a]["attempt"], a);
+    const std::string m = o.record["message"];
+    EXPECT_NE(m.find("failed again on 2 identical re-runs"), std::string::npos) << m;
+    EXPECT_EQ(o.record["metadata"]["correctness_issue"], m);
+  }
+  Outcome k = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                       (kSource / "examples/level1/19_ReLU/cpu_off_by_one.py").string(), "--device", "cpu",
+                       "--protocol", "kernelbench", "--json", (dir / "k.json").string()},
+                      dir / "k.json");
+  ASSERT_EQ(k.code, 0) << k.output;
+  EXPECT_EQ(k.record["verdict"], "wrong_output") << k.record["message"];
+  EXPECT_EQ(k.record["protocol"]["flaky_reruns"], 0);
+  EXPECT_FALSE(k.record.contains("flaky")) << k.record.dump(2);
 }
 
 // --protocol kernelbench reproduces upstream: cheats that the hidden distributions and the L2

@@ -298,6 +298,101 @@ TEST(Decide, ChecksAndFindings) {
   EXPECT_FALSE(rej.correctness);
 }
 
+// Instability told apart from failure: the first failed check's identical re-runs decide between
+// flaky (one passed) and wrong_output (all failed); rejection still comes first.
+FlakyAttempt attempt(int trial, const char* dist, double scale, int n, const char* reason) {
+  FlakyAttempt a;
+  a.trial = trial;
+  a.distribution = dist;
+  a.scale = scale;
+  a.attempt = n;
+  if (reason) a.reason = json(reason);
+  return a;
+}
+
+TEST(Decide, FlakyWhenAnIdenticalReRunPasses) {
+  Record r;
+  r.flaky.emplace();
+  r.flaky->reruns = 2;
+  r.flaky->failed = {attempt(2, "D3", 0.01, 0, "output 0: 5 of 10 elements differ"),
+                     attempt(2, "D3", 0.01, 1, "output 0: 3 of 10 elements differ")};
+  r.flaky->passed = {attempt(2, "D3", 0.01, 2, nullptr)};
+  decide_checks(r, 19, 20, "trial 2 D3 (x0.01): output 0: 5 of 10 elements differ");
+  EXPECT_EQ(r.verdict, Verdict::flaky);
+  EXPECT_FALSE(r.correctness);
+  EXPECT_EQ(r.message,
+            "trial 2 D3 (x0.01) failed, then passed on identical re-run 2 of at most 2 (same seed, same inputs); "
+            "re-run 1 failed again: unstable, not wrong on every run; the failure: output 0: 5 of 10 elements differ");
+  EXPECT_EQ(r.metadata.correctness_issue, r.message);
+
+  Record once;  // the first re-run passed
+  once.flaky.emplace();
+  once.flaky->reruns = 2;
+  once.flaky->failed = {attempt(0, "D1", 1.0, 0, "mismatch")};
+  once.flaky->passed = {attempt(0, "D1", 1.0, 1, nullptr)};
+  decide_checks(once, 3, 4, "trial 0 D1 (x1): mismatch");
+  EXPECT_EQ(once.verdict, Verdict::flaky);
+  EXPECT_EQ(once.message,
+            "trial 0 D1 (x1) failed, then passed on identical re-run 1 of at most 2 (same seed, same inputs): "
+            "unstable, not wrong on every run; the failure: mismatch");
+}
+
+TEST(Decide, WrongOutputWhenEveryReRunFails) {
+  // Wrong only on D4 (the hidden distribution's catch), every time: not instability.
+  Record r;
+  r.flaky.emplace();
+  r.flaky->reruns = 2;
+  r.flaky->failed = {attempt(0, "D4", -1.0, 0, "m"), attempt(0, "D4", -1.0, 1, "m"), attempt(0, "D4", -1.0, 2, "m")};
+  decide_checks(r, 15, 20, "trial 0 D4 (x-1): m");
+  EXPECT_EQ(r.verdict, Verdict::wrong_output);
+  EXPECT_EQ(r.message, "trial 0 D4 (x-1): m (failed again on 2 identical re-runs: same seed, same inputs)");
+  EXPECT_EQ(r.metadata.correctness_issue, r.message);
+
+  Record one;
+  one.flaky.emplace();
+  one.flaky->reruns = 1;
+  one.flaky->failed = {attempt(0, "D1", 1.0, 0, "m"), attempt(0, "D1", 1.0, 1, "m")};
+  decide_checks(one, 0, 4, "trial 0 D1 (x1): m");
+  EXPECT_EQ(one.message, "trial 0 D1 (x1): m (failed again on 1 identical re-run: same seed, same inputs)");
+
+  Record off;  // re-runs off (--protocol kernelbench): as before
+  decide_checks(off, 4, 5, "trial 1 D1 (x1): m");
+  EXPECT_EQ(off.verdict, Verdict::wrong_output);
+  EXPECT_EQ(off.message, "trial 1 D1 (x1): m");
+
+  Record rej;  // a rejecting finding decides before instability
+  rej.flaky = r.flaky;
+  rej.flaky->passed = {attempt(0, "D4", -1.0, 1, nullptr)};
+  rej.findings.push_back(make_finding("input_mutation", "reject", "changed input 0", "trial 0 D4", "T8"));
+  decide_checks(rej, 19, 20, "trial 0 D4 (x-1): m");
+  EXPECT_EQ(rej.verdict, Verdict::rejected);
+}
+
+TEST(Record, FlakyPartRoundTrips) {
+  json j = {{"verdict", "flaky"},
+            {"flaky",
+             {{"reruns", 2},
+              {"passed", {{{"trial", 1}, {"distribution", "D2"}, {"scale", 3.0}, {"attempt", 1}}}},
+              {"failed", {{{"trial", 1}, {"distribution", "D2"}, {"scale", 3.0}, {"attempt", 0}, {"reason", "m"}}}},
+              {"future_key", true}}}};
+  RecordRead r = record_from_json(j);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.record.verdict, Verdict::flaky);
+  ASSERT_TRUE(r.record.flaky);
+  EXPECT_EQ(r.record.flaky->reruns, 2);
+  ASSERT_EQ(r.record.flaky->passed.size(), 1u);
+  EXPECT_EQ(r.record.flaky->passed[0].attempt, 1);
+  EXPECT_EQ(r.record.flaky->passed[0].distribution, "D2");
+  ASSERT_EQ(r.record.flaky->failed.size(), 1u);
+  EXPECT_EQ(r.record.flaky->failed[0].reason, json("m"));
+  EXPECT_FALSE(r.record.flaky->passed[0].reason);
+  json back = to_json(r.record);
+  EXPECT_EQ(back["flaky"], j["flaky"]);
+  EXPECT_EQ(back["verdict"], "flaky");
+  // A record without re-runs has no flaky key.
+  EXPECT_FALSE(to_json(record_from_json(json{{"verdict", "wrong_output"}}).record).contains("flaky"));
+}
+
 // speedup_ci95 is typed, and decides what a speedup says: only an interval that excludes 1 is a
 // win or a loss.
 TEST(Record, SpeedupIntervalDecidesWinLossOrNoDifference) {

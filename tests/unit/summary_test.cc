@@ -2,6 +2,10 @@
 // memory fields (docs/RECORD.md; they are optional).
 #include "report/summary.h"
 
+#include <algorithm>
+
+#include "report/render.h"
+
 #include <gtest/gtest.h>
 
 namespace kbv {
@@ -165,6 +169,36 @@ TEST(Summarize, DenominatorFromTheDatasetCountsMissingProblems) {
   EXPECT_EQ(run.samples[3].problem, "4_D.py");
   EXPECT_EQ(run.protocol, "kbv");
   EXPECT_EQ(run.device, "NVIDIA H200");
+}
+
+// A flaky sample (a failed check passed on an identical re-run) is counted apart from wrong_output,
+// and its D1 results decide the standard gate as a wrong_output sample's do.
+TEST(Summarize, FlakyIsCountedApartFromWrongOutput) {
+  SampleView hidden_only = view_of(record(1, 19, 0, "flaky", dists(2, "D3")));
+  EXPECT_EQ(hidden_only.standard, true) << "every D1 check passed";
+  EXPECT_EQ(hidden_only.hidden, false);
+  EXPECT_EQ(hidden_only.reason, "it failed: flaky");
+  EXPECT_EQ(view_of(record(1, 19, 0, "flaky", dists(2, "D1"))).standard, false);
+
+  std::vector<json> records = {record(1, 1, 0, "flaky", dists(2, "D2")), record(1, 2, 0, "wrong_output", dists(2, "D2")),
+                               record(1, 3, 0, "wrong_output", dists(2, "D4"))};
+  std::vector<ProblemSlot> problems = {{1, 1, "1_A.py"}, {1, 2, "2_B.py"}, {1, 3, "3_C.py"}};
+  RunSummary run = summarize("r", records, problems, "tf32");
+  ASSERT_EQ(run.scopes.size(), 1u);
+  EXPECT_EQ(run.scopes[0].verdicts.at("flaky"), 1);
+  EXPECT_EQ(run.scopes[0].verdicts.at("wrong_output"), 2);
+  EXPECT_EQ(run.samples[0].verdict, "flaky");
+  // The verdict table: its own row, right after wrong_output's.
+  Table t = verdict_table(run, 0);
+  std::vector<std::string> labels;
+  for (const auto& row : t.rows) labels.push_back(row[0].text);
+  auto w = std::find(labels.begin(), labels.end(), "wrong_output");
+  ASSERT_NE(w, labels.end());
+  ASSERT_NE(w + 1, labels.end());
+  EXPECT_EQ(*(w + 1), "flaky");
+  const Cell& flaky = t.rows[static_cast<size_t>(w + 1 - labels.begin())][1];
+  EXPECT_EQ(flaky.sort, 1.0) << flaky.text;
+  EXPECT_NE(flaky.text.find("(1/3)"), std::string::npos) << flaky.text;
 }
 
 TEST(Summarize, WithoutDatasetTheRunsProblemsAreTheDenominatorAndItSaysSo) {

@@ -1,6 +1,7 @@
 // Reading KernelBench and KernelBench-Verified files written from their documented formats, and
 // writing them back.
 #include "report/upstream.h"
+#include "report/kernelbench.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -270,6 +271,34 @@ TEST_F(UpstreamTest, NativeRecordsExportTheirGates) {
   EXPECT_EQ(hidden["19_0"]["correctness"], false);
   // KernelBench-Verified's names: config_N in its hidden order (kbv's D1..D4).
   EXPECT_EQ(hidden["19_0"]["metadata"]["hidden_failed_configs"], json::array({"config_4"}));
+}
+
+// KernelBench has no flaky status: the failed check counts where it decides, and the metadata says
+// it was instability (kbv_flaky: the record's message), in both export formats.
+TEST_F(UpstreamTest, FlakyRecordsExportAsFailedWithTheReasonInMetadata) {
+  json native = {
+      {"level", 1},
+      {"problem_id", 19},
+      {"sample_id", 0},
+      {"compiled", true},
+      {"correctness", false},
+      {"verdict", "flaky"},
+      {"message", "trial 0 D4 (x-1) failed, then passed on identical re-run 1 of at most 2"},
+      {"runtime", -1.0},
+      {"protocol",
+       {{"name", "kbv"}, {"trials", 1}, {"distributions", json::array({{{"name", "D1"}}, {{"name", "D4"}}})}}},
+      {"distributions",
+       json::array({{{"distribution", "D1"}, {"passed", true}}, {{"distribution", "D4"}, {"passed", false}}})}};
+  const Record r = record_from_json(native).record;
+  auto standard = verified_eval_results({r}, false);
+  auto hidden = verified_eval_results({r}, true);
+  EXPECT_EQ(standard["19_0"]["correctness"], true) << "D1 passed: KernelBench's check would pass it";
+  EXPECT_EQ(hidden["19_0"]["correctness"], false);
+  EXPECT_EQ(hidden["19_0"]["metadata"]["kbv_flaky"], native["message"]);
+  EXPECT_EQ(standard["19_0"]["metadata"]["kbv_flaky"], native["message"]);
+  auto kb = kernelbench_eval_results({r});
+  EXPECT_EQ(kb["19"][0]["correctness"], false);
+  EXPECT_EQ(kb["19"][0]["metadata"]["kbv_flaky"], native["message"]);
 }
 
 // What KernelBench-Verified's harness writes for a sample, from a kbv record's own trials: the

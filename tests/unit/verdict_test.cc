@@ -38,6 +38,11 @@ TEST(Protocol, DefaultsAreKernelBenchVerified) {
   EXPECT_EQ(k.atol, 1e-2);
   EXPECT_FALSE(k.use_rel_l2);
   EXPECT_TRUE(k.to_json()["rel_l2"].is_null());
+  // Identical re-runs of a failed check (flaky vs wrong_output): kbv's, recorded; none upstream.
+  EXPECT_EQ(p.flaky_reruns, 2);
+  EXPECT_EQ(p.to_json()["flaky_reruns"], 2);
+  EXPECT_EQ(k.flaky_reruns, 0);
+  EXPECT_EQ(k.to_json()["flaky_reruns"], 0);
 }
 
 TEST(Protocol, HashCoversKnobsAndEnvironment) {
@@ -58,6 +63,9 @@ TEST(Protocol, HashCoversKnobsAndEnvironment) {
   Protocol lenient;
   lenient.policy = Policy::lenient;
   EXPECT_NE(h, protocol_hash(lenient, env)) << "a lenient run is not resumed as a strict one";
+  Protocol no_reruns;
+  no_reruns.flaky_reruns = 0;
+  EXPECT_NE(h, protocol_hash(no_reruns, env)) << "re-runs decide flaky vs wrong_output";
   EXPECT_EQ(lenient.to_json()["policy"], "lenient");
   EXPECT_EQ(p.to_json()["policy"], "strict");
 }

@@ -167,7 +167,7 @@ class RewardTest(unittest.TestCase):
         return r
 
     def test_zero_unless_correct(self):
-        for v in ("wrong_output", "compile_error", "rejected", "timeout", "crashed", None):
+        for v in ("wrong_output", "flaky", "compile_error", "rejected", "timeout", "crashed", None):
             self.assertEqual(reward(self.rec(v, 5.0)), 0.0, v)
         self.assertEqual(reward({}), 0.0)
         self.assertEqual(reward(None), 0.0)
