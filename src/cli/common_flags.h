@@ -29,6 +29,7 @@ struct CommonFlags {
   std::string timing_inputs;
   int64_t flush_bytes = -1;
   double launch_hold_us = -1;
+  int cpu_threads = -1;
   std::vector<std::string> baselines;
   std::string sandbox = "strict";
   std::string fast_build = "on";

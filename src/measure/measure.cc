@@ -115,7 +115,8 @@ nlohmann::json TimingProtocol::to_json() const {
           {"spot_per_output", spot_per_output},
           {"spot_max_calls", spot_max_calls},
           {"spot_draws", spot_draws},
-          {"launch_hold_us", launch_hold_us}};
+          {"launch_hold_us", launch_hold_us},
+          {"cpu_threads", cpu_threads}};
 }
 
 }  // namespace kbv

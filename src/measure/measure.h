@@ -93,6 +93,9 @@ namespace kbv {
 // apart), behind 500 us no sample was late (docs/TIMING.md, the A/A row).
 inline constexpr double kDefaultLaunchHoldUs = 500;
 inline constexpr double kMaxLaunchHoldUs = 10000;
+// 1: one core against one core, what a shared host can give both sides alike (docs/TIMING.md,
+// "Thread parity").
+inline constexpr int kDefaultCpuThreads = 1;
 
 // The timing knobs of the protocol (recorded in every result and in the protocol hash).
 struct TimingProtocol {
@@ -110,6 +113,10 @@ struct TimingProtocol {
   // so the call's launch is queued when the interval begins (--launch-hold-us; 0: none; at most
   // kMaxLaunchHoldUs). docs/TIMING.md, "The interval".
   double launch_hold_us = kDefaultLaunchHoldUs;
+  // CPU: the thread budget of the candidate and the baselines alike (--cpu-threads; 0: every CPU
+  // kbv may run on). Both workers are pinned to the same kbv-chosen set of that many CPUs and run
+  // ATen's intra-op pool at that size (util/sched.h cpu_budget, docs/TIMING.md "Thread parity").
+  int cpu_threads = kDefaultCpuThreads;
   nlohmann::json to_json() const;
 };
 
