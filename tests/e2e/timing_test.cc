@@ -1,6 +1,5 @@
 // End-to-end: the timing engine in records (docs/TIMING.md). CPU tests run everywhere (steady
 // clock); GPU tests skip visibly without a GPU and are for the lead to run on the H200.
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -21,6 +20,7 @@
 #include "measure/measure.h"
 #include "support.h"
 #include "util/fs.h"
+#include "util/sched.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -650,15 +650,7 @@ TEST(Timing, LaunchHoldOutOfRangeIsRefused) {
 // (the reference's in each baseline's stats, the candidate's in timing.candidate), and kbv checks
 // the candidate's affinity from outside.
 TEST(Timing, BothSidesRunOnTheThreadBudget) {
-  const std::vector<int> own = [] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    std::vector<int> cpus;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    return cpus;
-  }();
+  const std::vector<int> own = kbv::affinity_of(0);
   ASSERT_FALSE(own.empty());
   for (const int asked : {1, 0}) {
     SCOPED_TRACE("--cpu-threads " + std::to_string(asked));
@@ -671,12 +663,10 @@ TEST(Timing, BothSidesRunOnTheThreadBudget) {
     const json& t = o.record["timing"];
     // 1: the last CPU kbv may use; 0: all of them.
     const int threads = asked == 0 ? static_cast<int>(own.size()) : 1;
-    const std::string cpus = asked == 0 ? (own.size() == 1 ? std::to_string(own[0])
-                                                          : std::to_string(own.front()) + "-" + std::to_string(own.back()))
-                                        : std::to_string(own.back());
+    const std::string cpus = kbv::cpu_list_text(asked == 0 ? own : std::vector<int>{own.back()});
     ASSERT_TRUE(t.contains("threads")) << t.dump(1);
     EXPECT_EQ(t["threads"].get<int>(), threads);
-    EXPECT_EQ(t["cpus"], cpus) << "a contiguous set on this host";
+    EXPECT_EQ(t["cpus"], cpus);
     EXPECT_EQ(t["candidate"]["threads"].get<int>(), threads) << t["candidate"].dump();
     EXPECT_EQ(t["candidate"]["cpus"], cpus) << t["candidate"].dump();
     EXPECT_EQ(t["baselines"]["fp32"]["threads"].get<int>(), threads) << t["baselines"].dump();
