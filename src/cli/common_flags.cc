@@ -65,6 +65,11 @@ void CommonFlags::add(CLI::App* app) {
                               "most {})",
                               kbv::kDefaultTimingPairs, kbv::kMaxTimingPairs))
       ->check(CLI::Range(0, kbv::kMaxTimingPairs));
+  app->add_option("--cpu-threads", cpu_threads,
+                  fmt::format("CPU: threads for the candidate and the baselines alike, both pinned to the same set of "
+                              "that many CPUs, picked by kbv (default {}; 0: every CPU kbv may run on; docs/TIMING.md)",
+                              kbv::kDefaultCpuThreads))
+      ->check(CLI::Range(0, 4096));
   app->add_option("--baselines", baselines, "baselines to time: tf32,fp32[,compile] (default tf32,fp32)")
       ->delimiter(',')
       ->check(CLI::IsMember({"tf32", "fp32", "compile"}));
@@ -120,6 +125,7 @@ kbv::EvalOptions CommonFlags::options() const {
   o.protocol.timing.fresh = timing_inputs.empty() ? timing_sets <= 0 : timing_inputs == "fresh";
   if (flush_bytes > 0) o.protocol.timing.flush_bytes = static_cast<uint64_t>(flush_bytes);
   if (launch_hold_us >= 0) o.protocol.timing.launch_hold_us = launch_hold_us;
+  if (cpu_threads >= 0) o.protocol.timing.cpu_threads = cpu_threads;
   if (!baselines.empty()) o.protocol.timing.baselines = baselines;
   if (timing_pairs >= 0) o.protocol.timing.pairs = timing_pairs;
   o.device = device;

@@ -31,6 +31,7 @@ struct CommonFlags {
   int64_t flush_bytes = -1;
   double launch_hold_us = -1;
   int timing_pairs = -1;  // -1: the protocol's
+  int cpu_threads = -1;
   std::vector<std::string> baselines;
   std::string sandbox = "strict";
   std::string fast_build = "on";

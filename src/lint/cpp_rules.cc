@@ -495,6 +495,13 @@ class CppAnalysis {
       if (kProcessCalls.count(x.text) && plain_call(t, k) && !names_.count(x.text))
         report("threads", "reject", "T2", u, x.line,
                fmt::format("{}() starts another process: work may go on after the call returns", x.text));
+      if ((x.text == "sched_setaffinity" || x.text == "pthread_setaffinity_np" ||
+           x.text == "pthread_attr_setaffinity_np") &&
+          plain_call(t, k) && !names_.count(x.text))
+        report("cpu_affinity", "reject", "T25", u, x.line,
+               fmt::format("{}() changes the CPUs a thread may run on: kbv gives the candidate and its baselines the "
+                           "same CPUs (--cpu-threads), and more of them would time a scheduler, not a kernel",
+                           x.text));
       if ((x.text == "cudaLaunchHostFunc" || x.text == "cudaStreamAddCallback") && plain_call(t, k))
         report("threads", "reject", "T2", u, x.line,
                fmt::format("{}() runs host code later, on the driver's thread, after the call returns", x.text));

@@ -31,6 +31,7 @@ const std::vector<RuleInfo>& lint_rules() {
       {"precision_downgrade", "T12", "warn", "half/bf16/fp8/TF32 types, autocast, fast-math flags"},
       {"frame_inspection", "T14", "reject", "inspect.stack, sys._getframe, gc.get_objects, f_back/f_locals, settrace"},
       {"grader_tamper", "T14", "reject", "file descriptors, /proc, signals, ctypes memory access (os.dup2, write(), ptrace, ...)"},
+      {"cpu_affinity", "T25", "reject", "changing a thread's CPU affinity (sched_setaffinity, pthread_setaffinity_np): the candidate and its baselines get the same CPUs"},
       {"dynamic_code", "T14", "reject", "exec, eval, compile, __import__, importlib, getattr(module, <computed name>)"},
       {"sources_unresolved", "", "warn", "C++/CUDA sources built at runtime: the C++ rules could not read them"},
       {"unparsable", "", "warn", "the Python could not be tokenized (the build reports the syntax error)"},

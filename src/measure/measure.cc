@@ -130,7 +130,8 @@ nlohmann::json TimingProtocol::to_json() const {
           {"spot_max_calls", spot_max_calls},
           {"spot_draws", spot_draws},
           {"launch_hold_us", launch_hold_us},
-          {"pairs", pairs}};
+          {"pairs", pairs},
+          {"cpu_threads", cpu_threads}};
 }
 
 }  // namespace kbv

@@ -104,6 +104,9 @@ inline constexpr double kMaxLaunchHoldUs = 10000;
 // resamples of rounds; each block gets a sixth of the time cap (docs/TIMING.md, "Paired rounds").
 inline constexpr int kDefaultTimingPairs = 6;
 inline constexpr int kMaxTimingPairs = 64;
+// 1: one core against one core, what a shared host can give both sides alike (docs/TIMING.md,
+// "Thread parity").
+inline constexpr int kDefaultCpuThreads = 1;
 
 // The timing knobs of the protocol (recorded in every result and in the protocol hash).
 struct TimingProtocol {
@@ -125,6 +128,10 @@ struct TimingProtocol {
   // candidate, interleaved (ABBA), with the stop rule split between them (block_rule); 0: the
   // candidate timed once, then the baselines (cached per problem), as before.
   int pairs = kDefaultTimingPairs;
+  // CPU: the thread budget of the candidate and the baselines alike (--cpu-threads; 0: every CPU
+  // kbv may run on). Both workers are pinned to the same kbv-chosen set of that many CPUs and run
+  // ATen's intra-op pool at that size (util/sched.h cpu_budget, docs/TIMING.md "Thread parity").
+  int cpu_threads = kDefaultCpuThreads;
   nlohmann::json to_json() const;
 };
 

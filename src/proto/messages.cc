@@ -49,6 +49,7 @@ KBV_FIELDS(TimingSettings) {
   v.nested("rule", m.rule);
   v("flush_bytes", m.flush_bytes);
   v("launch_hold_us", m.launch_hold_us);
+  v("threads", m.threads);
 }
 KBV_FIELDS(HelloReply) {
   v("pid", m.pid);
@@ -67,6 +68,7 @@ KBV_FIELDS(LoadRequest) {
   v("precision", m.precision);
   v("seed", m.seed);
   v("init_inputs", m.init_inputs);
+  v("cpu_threads", m.cpu_threads);
 }
 KBV_FIELDS(LoadProblemReply) {
   v("init_inputs", m.init_inputs);
@@ -174,6 +176,8 @@ KBV_FIELDS(TimeReply) {
   v("mode", m.mode);
   v("spot", m.spot);
   v("discarded_at", m.discarded_at);
+  v("threads", m.threads);
+  v("cpus", m.cpus);
 }
 KBV_FIELDS(TimeDrawRequest) {
   v.required("fresh_seed", m.fresh_seed);

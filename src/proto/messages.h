@@ -70,6 +70,7 @@ struct LoadRequest {
   std::string precision = "fp32";
   int64_t seed = 42;  // torch.manual_seed before get_init_inputs() and the constructor
   std::optional<nlohmann::json> init_inputs;  // candidate (required there): the reference's wire values
+  int cpu_threads = 0;  // CPU: ATen's intra-op threads from the load on (the thread budget; 0: as they are)
 };
 struct LoadProblemReply {
   nlohmann::json init_inputs = nlohmann::json::array();  // wire values (worker/python.h to_wire)
@@ -166,6 +167,7 @@ struct TimingSettings {
   StopRule rule;
   uint64_t flush_bytes = 0;   // 0: the default size
   double launch_hold_us = 0;
+  int threads = 0;            // CPU: ATen's intra-op threads while timing (0: as they are)
 };
 // Reference: a baseline of the problem's Model.
 struct TimeReferenceRequest {
@@ -210,6 +212,10 @@ struct TimeReply {
   std::optional<std::string> mode;    // reference: the baseline's mode
   std::optional<nlohmann::json> spot; // candidate: spot entries {sample, set, output, index, value}
   std::vector<int> discarded_at;      // the sample numbers of discarded_ms, in order (GPU throttling)
+  // CPU: ATen's intra-op threads and the calling thread's affinity ("0-1") while timing, as the
+  // worker saw them (the candidate's are its claim; kbv checks its affinity from outside).
+  std::optional<int> threads;
+  std::optional<std::string> cpus;
 };
 
 // Reference: fresh draw fresh_seed + index into the shared set-0 buffers.

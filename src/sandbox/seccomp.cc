@@ -78,9 +78,13 @@ std::vector<sock_filter> seccomp_program(std::string& error) {
   }
   // Scheduling of other processes (pinning the reference's threads, lowering its priority): only
   // the caller itself (pid 0) may be changed. Other pids are out of sight in the PID namespace too.
+  // Affinity not even its own: kbv pins a CPU worker to the thread budget the baselines get
+  // (docs/TIMING.md "Thread parity"), and widening it would spread the candidate's work over more
+  // cores than theirs (T25). pthread_setaffinity_np and os.sched_setaffinity are this call too.
+  add("sched_setaffinity");
   {
     scmp_arg_cmp other = SCMP_A0(SCMP_CMP_NE, 0);
-    for (const char* n : {"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"}) add(n, 1, &other);
+    for (const char* n : {"sched_setscheduler", "sched_setparam", "sched_setattr"}) add(n, 1, &other);
     scmp_arg_cmp who = SCMP_A1(SCMP_CMP_NE, 0);
     add("setpriority", 1, &who);
     add("ioprio_set", 1, &who);

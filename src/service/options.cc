@@ -17,7 +17,8 @@ namespace {
 const std::vector<std::string> kKeys = {
     "device",       "protocol",    "policy",         "precision",     "trials",        "tolerance",
     "seed",         "timing",      "rse",            "time_cap",      "timing_inputs", "timing_sets",
-    "flush_bytes",  "launch_hold_us", "baselines",   "timeout_build", "timeout_load",  "timeout_call"};
+    "flush_bytes",  "launch_hold_us", "baselines",   "timeout_build", "timeout_load",  "timeout_call",
+    "cpu_threads"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -90,6 +91,11 @@ std::string check_one(const std::string& key, const json& v, const OptionLimits&
   } else if (key == "timing_sets") {
     e = positive_int(v, 1024, n);
     if (e.empty()) canonical[key] = n;
+  } else if (key == "cpu_threads") {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 4096)
+      e = "expected a whole number in [0, 4096] (0: every CPU), got " + shown(v);
+    else
+      canonical[key] = v.get<int64_t>();
   } else if (key == "flush_bytes") {
     e = positive_int(v, int64_t{1} << 40, n);
     if (e.empty()) canonical[key] = n;
@@ -191,6 +197,7 @@ std::string apply_options(const json& c, EvalOptions& o) {
     o.protocol.timing.fresh = c.contains("timing_inputs") ? c["timing_inputs"] == "fresh" : sets <= 0;
     if (c.contains("flush_bytes")) o.protocol.timing.flush_bytes = c["flush_bytes"].get<uint64_t>();
     if (c.contains("launch_hold_us")) o.protocol.timing.launch_hold_us = c["launch_hold_us"].get<double>();
+    if (c.contains("cpu_threads")) o.protocol.timing.cpu_threads = c["cpu_threads"].get<int>();
     if (c.contains("baselines")) o.protocol.timing.baselines = c["baselines"].get<std::vector<std::string>>();
     if (c.contains("device")) o.device = c["device"].get<std::string>();
     if (c.contains("timeout_build")) o.timeouts.build_s = c["timeout_build"].get<double>();

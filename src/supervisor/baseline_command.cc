@@ -10,6 +10,7 @@
 #include "util/fs.h"
 #include "util/host_load.h"
 #include "util/interrupt.h"
+#include "util/sched.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -159,6 +160,12 @@ Outcome baseline_command(const BaselineCommandOptions& o, const Notify& notify) 
     if (problem_error.empty() && !todo.empty()) {
       ref = reference.get(p.path, eval, load_reply, failure);
       if (!ref) problem_error = failure.message;
+      // CPU thread parity: the same budget as an evaluation's baselines (docs/TIMING.md).
+      if (ref && env->device != "cuda")
+        if (std::string e = ref->pin_cpus(cpu_budget(eval.protocol.timing.cpu_threads).cpus); !e.empty()) {
+          problem_error = "pinning the reference worker to the CPU thread budget: " + e;
+          ref = nullptr;
+        }
     }
     if (ref && !draw_timing_inputs(*ref, eval, error)) {
       problem_error = error;

@@ -28,6 +28,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
+#include "util/sched.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -44,6 +45,23 @@ std::map<std::string, std::string> device_env(const EvalOptions& options) {
   std::map<std::string, std::string> env;
   if (options.gpu) env["CUDA_VISIBLE_DEVICES"] = std::to_string(*options.gpu);
   return env;
+}
+
+// CPU thread parity (docs/TIMING.md "Thread parity"): the reference and the candidate pinned to
+// the same CPUs of the budget, before either runs a call of this pair. What could not be pinned is
+// said; the record's timing then carries no `threads`.
+void pin_to_budget(Record& record, WorkerProcess& w, const char* role, const EvalOptions& options,
+                   const Environment& env) {
+  if (env.device == "cuda" || !options.protocol.timing.enabled) return;
+  const CpuBudget budget = cpu_budget(options.protocol.timing.cpu_threads);
+  if (std::string e = w.pin_cpus(budget.cpus); !e.empty())
+    record.findings.push_back(make_finding(
+        "cpu_budget_not_applied", "warn",
+        fmt::format("the {} worker could not be pinned to CPUs {} (--cpu-threads {}): {}; its times may use "
+                    "another number of cores than the other side's",
+                    role, cpu_list_text(budget.cpus),
+                    options.protocol.timing.cpu_threads, e),
+        "sched_setaffinity of the worker's threads", ""));
 }
 
 Record base_record(const Pair& pair, const EvalOptions& options, const Environment& env) {
@@ -151,6 +169,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   load.path = python_path(problem);
   load.code = text.text;
   load.device = options.device;
+  if (options.protocol.timing.enabled) load.cpu_threads = cpu_budget(options.protocol.timing.cpu_threads).threads;
   load.precision = options.protocol.precision;
   load.seed = options.protocol.construction_seed;
   Reply r = worker_->call(msg::to_json(load), ms(options.timeouts.load_s));
@@ -262,6 +281,7 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
     fail_problem(record, failure.kind == "interrupted", failure.message);
     return record;
   }
+  pin_to_budget(record, *ref, "reference", options, env);
   if (!load_reply.overrides.empty()) record.problem_overrides = load_reply.overrides;
 
   // 3. The candidate worker, in its own process, with the extension cache of its build.
@@ -269,11 +289,19 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
   for (const auto& [k, v] : built.env) env_vars[k] = v;  // the build's CXX: torch's up-to-date check holds
+  if (env.device != "cuda" && options.protocol.timing.enabled) {
+    // The thread budget for the candidate's own OpenMP and MKL teams too (their default is every CPU
+    // the process saw when they started); the affinity set below bounds them either way.
+    const std::string n = std::to_string(cpu_budget(options.protocol.timing.cpu_threads).threads);
+    env_vars["OMP_NUM_THREADS"] = n;
+    env_vars["MKL_NUM_THREADS"] = n;
+  }
   auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error, {pair.solution_path, ref, built.read});
   if (!cand) {
     set_verdict(record, Verdict::runtime_error, "cannot start the candidate worker: " + error);
     return record;
   }
+  pin_to_budget(record, *cand, "candidate", options, env);
   record.sandbox = cand->sandbox_record();
   auto fail_from = [&](const Reply& r, const std::string& context) {
     fail_candidate(record, worker_failure(r), context);
@@ -287,6 +315,7 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   load.path = python_path(pair.solution_path);
   load.code = solution.code;
   load.device = env.device;
+  if (options.protocol.timing.enabled) load.cpu_threads = cpu_budget(options.protocol.timing.cpu_threads).threads;
   load.init_inputs = load_reply.init_inputs;
   load.precision = options.protocol.precision;
   load.seed = options.protocol.construction_seed;

@@ -15,6 +15,7 @@
 
 #include "proto/channel.h"
 #include "util/interrupt.h"
+#include "util/sched.h"
 #include "util/subprocess.h"
 
 namespace kbv {
@@ -234,6 +235,13 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
 }
 
 WorkerProcess::~WorkerProcess() { stop(); }
+
+std::string WorkerProcess::pin_cpus(const std::vector<int>& cpus) {
+  if (pid_ <= 0) return "the " + role_ + " worker is not running";
+  std::string error = pin_group(pid_, cpus);
+  if (error.empty()) cpus_ = cpus;
+  return error;
+}
 
 std::string WorkerProcess::died_detail() {
   std::string how = "ended";

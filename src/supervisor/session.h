@@ -102,6 +102,11 @@ class WorkerProcess {
   const nlohmann::json& sandbox_record() const { return sandbox_; }
   // The /dev/shm folder a sandboxed reference shares with its candidates (empty: the host's).
   const std::filesystem::path& shm_dir() const { return shm_dir_; }
+  // CPU thread parity (docs/TIMING.md): every thread of the worker's process group pinned to
+  // `cpus` (threads it starts later inherit it). Empty when done, else why not. cpus() is the set
+  // kbv pinned it to (empty: never pinned, kbv's own affinity).
+  std::string pin_cpus(const std::vector<int>& cpus);
+  const std::vector<int>& cpus() const { return cpus_; }
 
  private:
   WorkerProcess() = default;
@@ -122,6 +127,7 @@ class WorkerProcess {
   std::filesystem::path scratch_, shm_dir_;
   bool owns_shm_ = false;
   std::string keep_shm_prefix_;
+  std::vector<int> cpus_;
   void note_namespace_strays();
   void remove_sandbox_files();
 };

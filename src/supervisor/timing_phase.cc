@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 msg::TimingSettings rule_request(const EvalOptions& o) {
-  return {o.protocol.timing.rule, o.protocol.timing.flush_bytes, o.protocol.timing.launch_hold_us};
+  return {o.protocol.timing.rule, o.protocol.timing.flush_bytes, o.protocol.timing.launch_hold_us,
+          cpu_budget(o.protocol.timing.cpu_threads).threads};
 }
 
 namespace {
@@ -79,6 +80,9 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.spot_max_calls = 0;
   t.pairs = 0;  // cached baselines are unpaired ones
   if (env.device != "cuda") t.launch_hold_us = 0;  // the hold is a GPU kernel: the CPU engine has none
+  // The CPU thread budget as resolved here (0 means every CPU, whose count differs between hosts);
+  // it times nothing on the GPU.
+  t.cpu_threads = env.device == "cuda" ? 0 : cpu_budget(t.cpu_threads).threads;
   std::vector<std::string> parts = {"kbv-baseline-1", problem_text, env.device, env.device_name, env.torch_version,
                                      env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode};
   return sha256_hex_parts(parts);
@@ -144,6 +148,8 @@ std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions
   run.erase("samples_ms");
   run.erase("ok");
   json stats = stats_of_reply(*timed).to_json();
+  if (timed->threads) stats["threads"] = *timed->threads;  // the reference's own report (thread parity)
+  if (timed->cpus) stats["cpus"] = *timed->cpus;
   if (load)
     if (std::optional<double> others = load->other_cores()) stats["host_other_cores"] = std::round(*others * 100) / 100;
   return json{{"mode", mode}, {"stats", stats}, {"samples_ms", samples}, {"run", run}, {"measured_at", utc_now()}};
@@ -521,7 +527,7 @@ void stop_candidate(Record& record, WorkerProcess& candidate) {
 // the baselines; what a candidate changed is set back and said. False: something could not be set
 // back, and the baselines it times are not cached.
 bool restore_reference(Record& record, WorkerProcess& reference) {
-  std::vector<SchedulingDrift> drift = restore_scheduling(reference.pid());
+  std::vector<SchedulingDrift> drift = restore_scheduling(reference.pid(), &reference.cpus());
   if (drift.empty()) return true;
   bool restored = true;
   std::string list;
@@ -537,6 +543,35 @@ bool restore_reference(Record& record, WorkerProcess& reference) {
                            : "could not be set back, so this record's baselines are not cached"),
       "/proc/<reference>/task/*: affinity, nice and policy against kbv's own", "T21"));
   return restored;
+}
+
+// CPU thread parity (docs/TIMING.md "Thread parity"): the candidate was pinned to the budget's CPUs
+// before it ran, and the baselines get the same. A thread of its worker's process group whose
+// affinity is wider (or other) after its timing escaped the budget (T25): under the sandbox seccomp
+// refuses sched_setaffinity, so this holds where that layer is missing (--sandbox off). Recorded as
+// `timing.threads` and `timing.cpus` when the budget held.
+void check_thread_budget(Record& record, json& timing, const EvalOptions& options, const Environment& env,
+                         const WorkerProcess& reference, WorkerProcess& candidate, const msg::TimeReply& cr,
+                         const std::string& reject) {
+  if (env.device == "cuda" || candidate.cpus().empty()) return;
+  if (cr.threads) timing["candidate"]["threads"] = *cr.threads;  // its worker's claim
+  if (cr.cpus) timing["candidate"]["cpus"] = *cr.cpus;
+  const std::vector<SchedulingDrift> wide = affinity_outside(candidate.pid(), candidate.cpus());
+  if (wide.empty() && reference.cpus() == candidate.cpus()) {
+    timing["threads"] = cpu_budget(options.protocol.timing.cpu_threads).threads;
+    timing["cpus"] = cpu_list_text(candidate.cpus());
+    return;
+  }
+  if (wide.empty()) return;  // the reference could not be pinned (cpu_budget_not_applied)
+  std::string list;
+  for (size_t i = 0; i < wide.size() && i < 8; ++i) list += fmt::format("{}thread {} {}", i ? "; " : "", wide[i].tid, wide[i].what);
+  if (wide.size() > 8) list += fmt::format("; {} more", wide.size() - 8);
+  record.findings.push_back(make_finding(
+      "thread_budget_escaped", reject,
+      fmt::format("the candidate's threads left the CPU thread budget kbv gave it and its baselines ({} of CPUs {}): "
+                  "{}; its time may use more cores than the baselines had",
+                  cpu_budget(options.protocol.timing.cpu_threads).threads, cpu_list_text(candidate.cpus()), list),
+      "/proc/<candidate>/task/*: affinity after timing", "T25"));
 }
 
 // T20: cached figures that failed their seal, measured again; one warning for them all.
@@ -791,6 +826,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
   std::map<std::string, double> base_others;
   double cand_others = -1, sampling_s = 0;
   BlockChecks checks;
+  json budget = json::object();  // the CPU thread budget as the candidate's blocks left it (T25)
   std::string failure;
   int done = 0;
   for (int r = 0; r < tp.pairs && failure.empty(); ++r) {
@@ -825,6 +861,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
       check_call_bound(record, c, run, block.protocol.timing, !cpu, reject);
       note_event_mismatches(record, c, cr, bs);
       spot_check_calls(record, c, run, bs, block, reference, spot_seeds, reject);
+      check_thread_budget(record, budget, options, env, reference, candidate, cr, reject);
       checks.add(c);
       rejected = reject_count(record) > rejects;
       if (run.others >= 0) cand_others = std::max(cand_others, run.others);
@@ -896,6 +933,10 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
   timing["method"] = last.method;
   timing["candidate"] = cs.to_json();
   if (cand_others >= 0) timing["candidate"]["host_other_cores"] = std::round(cand_others * 100) / 100;
+  for (const char* k : {"threads", "cpus"}) {
+    if (budget.contains(k)) timing[k] = budget[k];
+    if (budget.contains("candidate") && budget["candidate"].contains(k)) timing["candidate"][k] = budget["candidate"][k];
+  }
   checks.write(timing);
   json baselines = json::object(), speedup = json::object(), ci = json::object();
   for (const auto& [mode, replies] : base_replies) {
@@ -976,6 +1017,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   check_call_bound(record, timing, run, options.protocol.timing, env.device == "cuda", reject);
   note_event_mismatches(record, timing, cr, cs);
   spot_check_calls(record, timing, run, cs, options, reference, spot_seeds, reject);
+  check_thread_budget(record, timing, options, env, reference, candidate, cr, reject);
   stop_candidate(record, candidate);
   const bool cacheable = restore_reference(record, reference);
   std::vector<std::string> cache_refused;

@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace kbv {
 namespace {
@@ -36,13 +39,37 @@ const char* policy_name(int policy) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+cpu_set_t mask_of(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  return set;
+}
+
+std::vector<int> cpus_of(const cpu_set_t& set) {
+  std::vector<int> out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+std::vector<int> tids_of(int pid) {
+  std::vector<int> tids;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec))
+    if (const int tid = std::atoi(task.path().filename().c_str()); tid > 0) tids.push_back(tid);
+  return tids;
+}
+
 }  // namespace
 
-std::vector<SchedulingDrift> restore_scheduling(int pid) {
+std::vector<SchedulingDrift> restore_scheduling(int pid, const std::vector<int>* expected_cpus) {
   std::vector<SchedulingDrift> drift;
   cpu_set_t own_mask;
   CPU_ZERO(&own_mask);
   if (::sched_getaffinity(0, sizeof own_mask, &own_mask) != 0) return drift;
+  if (expected_cpus && !expected_cpus->empty()) own_mask = mask_of(*expected_cpus);
   errno = 0;
   const int own_nice = ::getpriority(PRIO_PROCESS, 0);
   const int own_policy = ::sched_getscheduler(0);
@@ -79,6 +106,75 @@ std::vector<SchedulingDrift> restore_scheduling(int pid) {
     }
   }
   return drift;
+}
+
+CpuBudget pick_cpu_budget(const std::vector<int>& allowed, int threads) {
+  CpuBudget b;
+  const size_t n = threads <= 0 || static_cast<size_t>(threads) >= allowed.size() ? allowed.size()
+                                                                                  : static_cast<size_t>(threads);
+  b.cpus.assign(allowed.end() - static_cast<long>(n), allowed.end());
+  b.threads = static_cast<int>(n);
+  return b;
+}
+
+CpuBudget cpu_budget(int threads) { return pick_cpu_budget(affinity_of(0), threads); }
+
+std::string cpu_list_text(const std::vector<int>& cpus) { return cpu_list(mask_of(cpus)); }
+
+std::vector<int> affinity_of(int tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(tid, sizeof set, &set) != 0) return {};
+  return cpus_of(set);
+}
+
+std::vector<int> group_members(int group) {
+  std::vector<int> pids;
+  if (group <= 0) return pids;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const int pid = std::atoi(entry.path().filename().c_str());
+    if (pid <= 0) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // pid (comm) state ppid pgrp ...: the name may hold spaces and parentheses, so from the last ')'.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    int ppid = 0, pgrp = 0;
+    if (rest >> state >> ppid >> pgrp && pgrp == group) pids.push_back(pid);
+  }
+  return pids;
+}
+
+std::string pin_group(int group, const std::vector<int>& cpus) {
+  if (cpus.empty()) return "no CPUs to pin to";
+  const cpu_set_t set = mask_of(cpus);
+  std::string error;
+  int pinned = 0;
+  for (int pid : group_members(group))
+    for (int tid : tids_of(pid)) {
+      if (::sched_setaffinity(tid, sizeof set, &set) == 0)
+        ++pinned;
+      else if (errno != ESRCH && error.empty())
+        error = "sched_setaffinity(" + std::to_string(tid) + ", " + cpu_list(set) + "): " + errno_text();
+    }
+  if (error.empty() && pinned == 0) error = "process group " + std::to_string(group) + " has no threads";
+  return error;
+}
+
+std::vector<SchedulingDrift> affinity_outside(int group, const std::vector<int>& cpus) {
+  std::vector<SchedulingDrift> out;
+  const cpu_set_t want = mask_of(cpus);
+  for (int pid : group_members(group))
+    for (int tid : tids_of(pid)) {
+      cpu_set_t mask;
+      CPU_ZERO(&mask);
+      if (::sched_getaffinity(tid, sizeof mask, &mask) != 0 || CPU_EQUAL(&mask, &want)) continue;
+      out.push_back({tid, "affinity " + cpu_list(mask) + " (budget " + cpu_list(want) + ")", false, ""});
+    }
+  return out;
 }
 
 }  // namespace kbv

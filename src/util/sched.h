@@ -18,7 +18,35 @@ struct SchedulingDrift {
 
 // Every thread of `pid` whose affinity, nice value or scheduling policy differs from this
 // process's, each set back to this process's own where the kernel allows. Empty when nothing
-// differs (or `pid` is gone).
-std::vector<SchedulingDrift> restore_scheduling(int pid);
+// differs (or `pid` is gone). `expected_cpus`, when given and not empty, is the affinity expected
+// instead of this process's own (a worker kbv pinned to the CPU thread budget).
+std::vector<SchedulingDrift> restore_scheduling(int pid, const std::vector<int>* expected_cpus = nullptr);
+
+// The CPU thread budget of a timed run (TimingProtocol::cpu_threads, docs/TIMING.md "Thread
+// parity"): the candidate's and the baselines' workers are pinned to the same `cpus` and run
+// `threads` intra-op threads.
+struct CpuBudget {
+  int threads = 0;
+  std::vector<int> cpus;
+};
+// `threads` CPUs of `allowed` (0, or more than there are: all of them), the highest-numbered ones
+// (CPU 0 takes most of a host's interrupts and housekeeping). Pure, for the tests.
+CpuBudget pick_cpu_budget(const std::vector<int>& allowed, int threads);
+// The same over this process's own affinity set.
+CpuBudget cpu_budget(int threads);
+// "0-3,6": the kernel's list format.
+std::string cpu_list_text(const std::vector<int>& cpus);
+// The CPUs in the affinity set of thread `tid` (0: the caller); empty when unreadable.
+std::vector<int> affinity_of(int tid);
+
+// The processes whose process group is `group` (a worker's: the relay, the PID namespace's init
+// and the worker itself under the sandbox), from /proc.
+std::vector<int> group_members(int group);
+// Every thread of every process of `group` pinned to `cpus`. Threads created later inherit the
+// affinity of the thread that creates them. Empty when done, else what failed (the first error).
+std::string pin_group(int group, const std::vector<int>& cpus);
+// The threads of `group` whose affinity is not `cpus` (a candidate that widened its own affinity
+// to spread its work over more cores than the baselines had). Not set back: the caller judges.
+std::vector<SchedulingDrift> affinity_outside(int group, const std::vector<int>& cpus);
 
 }  // namespace kbv

@@ -1,5 +1,7 @@
 #include "worker/candidate.h"
 
+#include <ATen/Parallel.h>
+
 #include "worker/build_role.h"
 #include "worker/memory.h"
 #include "worker/python.h"
@@ -31,6 +33,8 @@ msg::LoadCandidateReply load_candidate(CandidateState& s, const msg::LoadRequest
   h.choose_precision(request.precision);
   msg::BuildReply built = build_solution(msg::BuildRequest{request.path, request.code, request.device}, h.module);
   h.set_device(request.device);
+  // CPU thread parity (docs/TIMING.md "Thread parity"): the budget's threads before ModelNew exists.
+  if (h.device != "cuda" && request.cpu_threads > 0) at::set_num_threads(request.cpu_threads);
   try {
     std::vector<py::object> args;
     for (const auto& a : *request.init_inputs) args.push_back(h.move_to_device(from_wire(a, h.init_transfers)));

@@ -1,5 +1,6 @@
 #include "worker/reference.h"
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include "check/compare.h"
@@ -81,6 +82,9 @@ namespace {
 msg::LoadProblemReply load_problem(ReferenceState& s, const msg::LoadRequest& request) {
   Hosted& h = s.h;
   h.set_device(request.device);
+  // CPU thread parity: the supervisor pinned this process to the budget's CPUs; as many threads
+  // from the start, so the checks do not oversubscribe them (docs/TIMING.md "Thread parity").
+  if (h.device != "cuda" && request.cpu_threads > 0) at::set_num_threads(request.cpu_threads);
   worker_memory::begin_ledger(h.device);
   h.choose_precision(request.precision);
   const std::string& path = request.path;

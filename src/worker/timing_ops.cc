@@ -2,10 +2,12 @@
 
 #include <map>
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include "check/precision.h"
 #include "proto/channel.h"
+#include "util/sched.h"
 #include "worker/candidate.h"
 #include "worker/python.h"
 #include "worker/reference.h"
@@ -47,6 +49,10 @@ msg::TimeReply time_callable(const Hosted& h, TimingInputs& t, py::object fn, co
   config.flush_bytes = settings.flush_bytes;
   config.launch_hold_us = settings.launch_hold_us;
   config.rule = settings.rule;
+  // CPU thread parity: the supervisor pinned this process to the budget's CPUs; ATen's intra-op
+  // pool runs as many threads (docs/TIMING.md "Thread parity").
+  if (!config.cuda && settings.threads > 0 && at::get_num_threads() != settings.threads)
+    at::set_num_threads(settings.threads);
   if (mark) {
     config.on_start = [&mark](int index) { mark(index, "start"); };
     config.on_end = [&mark](int index) { mark(index, "end"); };
@@ -68,6 +74,10 @@ msg::TimeReply time_callable(const Hosted& h, TimingInputs& t, py::object fn, co
       });
   msg::TimeReply reply = run.to_reply();
   reply.warmup = config.rule.warmup;
+  if (!config.cuda) {
+    reply.threads = at::get_num_threads();
+    reply.cpus = cpu_list_text(affinity_of(0));
+  }
   if (prepare)
     reply.inputs = "fresh";
   else

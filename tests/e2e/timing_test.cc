@@ -22,6 +22,7 @@
 #include "measure/measure.h"
 #include "support.h"
 #include "util/fs.h"
+#include "util/sched.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -41,8 +42,8 @@ Outcome kbv_run(const std::vector<std::string>& args, const fs::path& json_path 
 fs::path scratch(const std::string& name) { return kbv::e2e::scratch_dir("timing", name); }
 
 Outcome eval(const std::string& solution, const std::string& device, std::vector<std::string> extra = {},
-             const std::string& problem = "problems/level1/19_ReLU.py") {
-  fs::path out = scratch(fs::path(solution).stem().string() + "-" + device) / "record.json";
+             const std::string& problem = "problems/level1/19_ReLU.py", const std::string& tag = "") {
+  fs::path out = scratch(fs::path(solution).stem().string() + "-" + device + tag) / "record.json";
   std::vector<std::string> args = {"eval",         "--problem",     (kSource / problem).string(),
                                    "--solution",   (kSource / solution).string(),
                                    "--device",     device,          "--trials", "2",
@@ -795,6 +796,72 @@ TEST(Timing, LaunchHoldOutOfRangeIsRefused) {
   EXPECT_NE(o.code, 0) << o.output;
   EXPECT_NE(o.output.find("--launch-hold-us"), std::string::npos) << o.output;
   EXPECT_FALSE(fs::exists(out)) << "nothing is evaluated under a refused option";
+}
+
+// CPU thread parity (docs/TIMING.md "Thread parity"): the candidate and the baselines run on the
+// same budget, chosen by kbv and recorded; each worker says what it ran with in its timing reply
+// (the reference's in each baseline's stats, the candidate's in timing.candidate), and kbv checks
+// the candidate's affinity from outside.
+TEST(Timing, BothSidesRunOnTheThreadBudget) {
+  const std::vector<int> own = kbv::affinity_of(0);
+  ASSERT_FALSE(own.empty());
+  for (const int asked : {1, 0}) {
+    SCOPED_TRACE("--cpu-threads " + std::to_string(asked));
+    Outcome o = eval("examples/level1/107_Tanh/cpu_honest.py", "cpu",
+                     {"--time-cap", "0.2", "--baselines", "fp32", "--cpu-threads", std::to_string(asked)},
+                     "problems/level1/107_Tanh.py", "-threads-" + std::to_string(asked));
+    ASSERT_EQ(o.code, 0) << o.output;
+    ASSERT_EQ(o.record["verdict"], "correct") << o.record.dump(1);
+    EXPECT_EQ(o.record["protocol"]["timing"]["cpu_threads"].get<int>(), asked);
+    const json& t = o.record["timing"];
+    // 1: the last CPU kbv may use; 0: all of them.
+    const int threads = asked == 0 ? static_cast<int>(own.size()) : 1;
+    const std::string cpus = kbv::cpu_list_text(asked == 0 ? own : std::vector<int>{own.back()});
+    ASSERT_TRUE(t.contains("threads")) << t.dump(1);
+    EXPECT_EQ(t["threads"].get<int>(), threads);
+    EXPECT_EQ(t["cpus"], cpus);
+    EXPECT_EQ(t["candidate"]["threads"].get<int>(), threads) << t["candidate"].dump();
+    EXPECT_EQ(t["candidate"]["cpus"], cpus) << t["candidate"].dump();
+    EXPECT_EQ(t["baselines"]["fp32"]["threads"].get<int>(), threads) << t["baselines"].dump();
+    EXPECT_EQ(t["baselines"]["fp32"]["cpus"], cpus) << t["baselines"].dump();
+    for (const auto& f : o.record["findings"]) {
+      EXPECT_NE(f["rule"], "thread_budget_escaped") << f.dump();
+      EXPECT_NE(f["rule"], "cpu_budget_not_applied") << f.dump();
+      EXPECT_NE(f["rule"], "reference_disturbed") << "the reference is expected on the budget: " << f.dump();
+    }
+  }
+}
+
+// T25: a candidate whose OpenMP team widens its own affinity to every CPU, to spread its work over
+// more cores than its baselines had. Past the static rule (--policy lenient): under the sandbox
+// seccomp refuses the call and the team shares the budget's CPU (correct); with --sandbox off the
+// team's threads are found outside the budget after the timing (rejected).
+TEST(Timing, AWidenedAffinityEscapesNoBudget) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "one CPU: nothing to widen to";
+  const std::string solution = "examples/level1/107_Tanh/cpu_widen_affinity.py";
+  const std::vector<std::string> lenient = {"--policy", "lenient", "--time-cap", "0.2", "--baselines", "fp32"};
+  auto escaped = [](const Outcome& o) {
+    for (const auto& f : o.record["findings"])
+      if (f["rule"] == "thread_budget_escaped") return f;
+    return json();
+  };
+  Outcome strict = eval(solution, "cpu", lenient, "problems/level1/107_Tanh.py", "-strict");
+  ASSERT_EQ(strict.code, 0) << strict.output;
+  EXPECT_EQ(strict.record["verdict"], "correct") << strict.record.dump(1);
+  EXPECT_TRUE(escaped(strict).is_null()) << escaped(strict).dump();
+  EXPECT_EQ(strict.record["timing"]["threads"].get<int>(), 1) << strict.record["timing"].dump(1);
+
+  std::vector<std::string> off = lenient;
+  off.insert(off.end(), {"--sandbox", "off"});
+  Outcome o = eval(solution, "cpu", off, "problems/level1/107_Tanh.py", "-off");
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "rejected") << o.record["findings"].dump(1);
+  const json f = escaped(o);
+  ASSERT_FALSE(f.is_null()) << o.record["findings"].dump(1);
+  EXPECT_EQ(f["severity"], "reject");
+  EXPECT_EQ(f["cheat"], "T25");
+  EXPECT_NE(f["message"].get<std::string>().find("affinity "), std::string::npos) << f["message"];
+  EXPECT_FALSE(o.record["timing"].contains("threads")) << "the budget did not hold: " << o.record["timing"].dump(1);
 }
 
 }  // namespace

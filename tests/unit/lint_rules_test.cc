@@ -252,6 +252,16 @@ TEST(LintRules, Threads) {
   LintReport j = lint(solution(kForward, joined));
   EXPECT_EQ(rejects(j), 0) << dump(j);
   EXPECT_EQ(count(j, "threads", "warn"), 1) << dump(j);
+  // T25: a thread that widens its CPU affinity past the budget kbv gave it and its baselines.
+  std::string wide = kLoop + "#include <sched.h>\nvoid all() { cpu_set_t s; CPU_ZERO(&s); CPU_SET(0, &s); "
+                             "sched_setaffinity(0, sizeof s, &s); }\n";
+  EXPECT_REJECTS(solution(kForward, wide), "cpu_affinity");
+  std::string pwide = kLoop + "#include <pthread.h>\nvoid all(cpu_set_t* s) { pthread_setaffinity_np(pthread_self(), "
+                              "sizeof *s, s); }\n";
+  EXPECT_REJECTS(solution(kForward, pwide), "cpu_affinity");
+  std::string reads = kLoop + "#include <sched.h>\nint n() { cpu_set_t s; sched_getaffinity(0, sizeof s, &s); "
+                              "return CPU_COUNT(&s); }\n";
+  EXPECT_EQ(count(lint(solution(kForward, reads)), "cpu_affinity", "reject"), 0) << "reading it is harmless";
   std::string pf = kLoop + "void pf(float* p, int64_t n) { at::parallel_for(0, n, 1024, [&](int64_t b, int64_t e) { "
                            "for (int64_t i = b; i < e; ++i) p[i] = 0; }); }\n";
   LintReport q = lint(solution(kForward, pf));

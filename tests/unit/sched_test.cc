@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -79,6 +80,95 @@ TEST(Sched, PinnedRenicedAndIdledThreadsAreFoundAndSetBack) {
   if (::geteuid() == 0) {
     EXPECT_TRUE(kbv::restore_scheduling(s.pid).empty()) << "set back: nothing differs any more";
   }
+}
+
+// The CPU thread budget (docs/TIMING.md "Thread parity"): the highest-numbered CPUs kbv may use,
+// as many as asked; 0 or more than there are: all of them.
+TEST(Sched, TheBudgetTakesTheLastCpusOfTheAllowedSet) {
+  const std::vector<int> allowed = {0, 1, 2, 3, 6, 7};
+  kbv::CpuBudget one = kbv::pick_cpu_budget(allowed, 1);
+  EXPECT_EQ(one.threads, 1);
+  EXPECT_EQ(one.cpus, std::vector<int>({7}));
+  kbv::CpuBudget three = kbv::pick_cpu_budget(allowed, 3);
+  EXPECT_EQ(three.threads, 3);
+  EXPECT_EQ(three.cpus, std::vector<int>({3, 6, 7}));
+  EXPECT_EQ(kbv::cpu_list_text(three.cpus), "3,6-7");
+  kbv::CpuBudget all = kbv::pick_cpu_budget(allowed, 0);
+  EXPECT_EQ(all.threads, 6);
+  EXPECT_EQ(all.cpus, allowed);
+  kbv::CpuBudget more = kbv::pick_cpu_budget(allowed, 64);
+  EXPECT_EQ(more.threads, 6) << "no more threads than CPUs to run them";
+  EXPECT_EQ(more.cpus, allowed);
+  EXPECT_EQ(kbv::pick_cpu_budget({}, 1).threads, 0);
+}
+
+TEST(Sched, OwnBudgetIsInsideOwnAffinity) {
+  const std::vector<int> own = kbv::affinity_of(0);
+  ASSERT_FALSE(own.empty());
+  kbv::CpuBudget b = kbv::cpu_budget(1);
+  ASSERT_EQ(b.cpus.size(), 1u);
+  EXPECT_EQ(b.cpus[0], own.back());
+  EXPECT_EQ(kbv::cpu_budget(0).cpus, own);
+}
+
+// A process group pinned from outside: every thread of every member gets the budget's CPUs, and a
+// thread that widens its own affinity afterwards is found (T25).
+TEST(Sched, AGroupIsPinnedAndAWidenedThreadIsFound) {
+  const std::vector<int> own = kbv::affinity_of(0);
+  if (own.size() < 2) GTEST_SKIP() << "needs two CPUs to widen anything";
+  int ready[2], go[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  pid_t leader = ::fork();
+  if (leader == 0) {
+    ::setpgid(0, 0);
+    pid_t second = ::fork();  // a second member of the group (the sandbox's relay, init and worker)
+    if (second == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    ::close(ready[0]);
+    ::close(go[1]);
+    char c = 0;
+    if (::write(ready[1], "r", 1) != 1) ::_exit(2);
+    if (::read(go[0], &c, 1) != 1) ::_exit(3);
+    // Told to: widen its own affinity to every CPU it may have.
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int cpu : own) CPU_SET(cpu, &all);
+    const bool widened = ::sched_setaffinity(0, sizeof all, &all) == 0;
+    if (::write(ready[1], widened ? "w" : "n", 1) != 1) ::_exit(2);
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(leader, 0);
+  ::setpgid(leader, leader);  // either side may set it first
+  ::close(ready[1]);
+  ::close(go[0]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  const std::vector<int> budget = {own.back()};
+  const std::vector<int> members = kbv::group_members(leader);
+  EXPECT_EQ(members.size(), 2u) << "the leader and its child";
+  EXPECT_EQ(kbv::pin_group(leader, budget), "");
+  for (int pid : members) EXPECT_EQ(kbv::affinity_of(pid), budget) << "pid " << pid;
+  EXPECT_TRUE(kbv::affinity_outside(leader, budget).empty());
+  EXPECT_EQ(::write(go[1], "g", 1), 1);
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  EXPECT_EQ(c, 'w');
+  const std::vector<kbv::SchedulingDrift> wide = kbv::affinity_outside(leader, budget);
+  ASSERT_EQ(wide.size(), 1u);
+  EXPECT_EQ(wide[0].tid, leader);
+  EXPECT_EQ(wide[0].what.rfind("affinity " + kbv::cpu_list_text(own) + " (budget ", 0), 0u) << wide[0].what;
+  // A worker kbv pinned is expected on its budget (T21's check), not on kbv's own set.
+  ASSERT_EQ(members.size(), 2u);
+  const int child = members[0] == leader ? members[1] : members[0];
+  EXPECT_TRUE(kbv::restore_scheduling(child, &budget).empty());
+  EXPECT_FALSE(kbv::restore_scheduling(child).empty()) << "against kbv's own set it differs";
+  ::kill(-leader, SIGKILL);
+  ::waitpid(leader, nullptr, 0);
+  ::close(ready[0]);
+  ::close(go[1]);
 }
 
 }  // namespace

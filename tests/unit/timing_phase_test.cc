@@ -6,6 +6,7 @@
 
 #include "supervisor/verdict.h"
 #include "util/host_load.h"
+#include "util/sched.h"
 
 namespace kbv {
 namespace {
@@ -69,6 +70,31 @@ TEST(TimingPhase, RuleRequestCarriesTheLaunchHold) {
   const json req = msg::to_json(r);
   EXPECT_DOUBLE_EQ(req.at("launch_hold_us").get<double>(), 350) << req.dump();
   EXPECT_TRUE(req.contains("rule")) << req.dump();
+}
+
+// CPU thread parity: the budget (as resolved on this host) keys a CPU baseline, and every timing
+// request carries its thread count; the GPU baselines do not depend on it.
+TEST(TimingPhase, TheCpuThreadBudgetKeysCpuBaselinesAndReachesTheWorkers) {
+  EvalOptions one, all;
+  EXPECT_EQ(one.protocol.timing.cpu_threads, kDefaultCpuThreads);
+  EXPECT_EQ(one.protocol.timing.to_json()["cpu_threads"].get<int>(), kDefaultCpuThreads);
+  all.protocol.timing.cpu_threads = 0;
+  Environment cpu = env("cpu");
+  cpu.device = "cpu";
+  const bool several = affinity_of(0).size() > 1;
+  EXPECT_EQ(baseline_key("code", one, cpu, "fp32") != baseline_key("code", all, cpu, "fp32"), several)
+      << "1 thread and every CPU are other baselines where there is more than one CPU";
+  EvalOptions asked_all = all;
+  asked_all.protocol.timing.cpu_threads = static_cast<int>(affinity_of(0).size());
+  EXPECT_EQ(baseline_key("code", all, cpu, "fp32"), baseline_key("code", asked_all, cpu, "fp32"))
+      << "0 is every CPU: keyed on the count it resolves to";
+  EXPECT_EQ(baseline_key("code", one, env("NVIDIA H200"), "tf32"), baseline_key("code", all, env("NVIDIA H200"), "tf32"))
+      << "the GPU engine does not use the CPU budget";
+  msg::TimeReferenceRequest r;
+  r.timing = rule_request(one);
+  EXPECT_EQ(msg::to_json(r).at("threads").get<int>(), 1) << msg::to_json(r).dump();
+  r.timing = rule_request(all);
+  EXPECT_EQ(msg::to_json(r).at("threads").get<int>(), static_cast<int>(affinity_of(0).size()));
 }
 
 TEST(TimingPhase, StatsFromRawReply) {

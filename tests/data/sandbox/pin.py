@@ -26,12 +26,15 @@ def _reference_workers():
 
 def _pin_and_renice():
     done = []
-    one_cpu = {min(os.sched_getaffinity(0))}
     for pid in _reference_workers():
         try:
             tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+            # One CPU the reference was not given (kbv pins it to the CPU thread budget), else one of its own.
+            theirs = os.sched_getaffinity(pid)
         except OSError:
             continue
+        others = set(range(os.cpu_count() or 1)) - theirs
+        one_cpu = {min(others)} if others else {min(theirs)}
         for tid in tids:
             try:
                 os.sched_setaffinity(tid, one_cpu)
