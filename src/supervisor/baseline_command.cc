@@ -143,6 +143,8 @@ Outcome baseline_command(const BaselineCommandOptions& o, const Notify& notify) 
   if (!o.export_file.empty()) return export_baselines(opts, dataset, *env, notify);
 
   ReferenceHost reference;
+  // The CPUs its baselines run on, held for the whole command (util/sched.h CpuLease).
+  CpuLease lease(eval.protocol.timing.cpu_threads);
   reference.adopt(std::move(idle));
   begin_items(notify, dataset.problems.size());
   int failed = 0, measured = 0, cached = 0, busy = 0;
@@ -162,7 +164,7 @@ Outcome baseline_command(const BaselineCommandOptions& o, const Notify& notify) 
       if (!ref) problem_error = failure.message;
       // CPU thread parity: the same budget as an evaluation's baselines (docs/TIMING.md).
       if (ref && env->device != "cuda")
-        if (std::string e = ref->pin_cpus(cpu_budget(eval.protocol.timing.cpu_threads).cpus); !e.empty()) {
+        if (std::string e = ref->pin_cpus(lease.budget().cpus); !e.empty()) {
           problem_error = "pinning the reference worker to the CPU thread budget: " + e;
           ref = nullptr;
         }

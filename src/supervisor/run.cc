@@ -51,9 +51,9 @@ std::map<std::string, std::string> device_env(const EvalOptions& options) {
 // the same CPUs of the budget, before either runs a call of this pair. What could not be pinned is
 // said; the record's timing then carries no `threads`.
 void pin_to_budget(Record& record, WorkerProcess& w, const char* role, const EvalOptions& options,
-                   const Environment& env) {
-  if (env.device == "cuda" || !options.protocol.timing.enabled) return;
-  const CpuBudget budget = cpu_budget(options.protocol.timing.cpu_threads);
+                   const Environment& env, const CpuLease* lease) {
+  if (env.device == "cuda" || !options.protocol.timing.enabled || !lease) return;
+  const CpuBudget& budget = lease->budget();
   if (std::string e = w.pin_cpus(budget.cpus); !e.empty())
     record.findings.push_back(make_finding(
         "cpu_budget_not_applied", "warn",
@@ -281,7 +281,20 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
     fail_problem(record, failure.kind == "interrupted", failure.message);
     return record;
   }
-  pin_to_budget(record, *ref, "reference", options, env);
+  // The pair's CPUs, held until it is done (util/sched.h CpuLease: concurrent evaluations of this
+  // host take different ones).
+  std::optional<CpuLease> lease;
+  if (env.device != "cuda" && options.protocol.timing.enabled) {
+    lease.emplace(options.protocol.timing.cpu_threads);
+    if (lease->shared() > 0)
+      record.findings.push_back(make_finding(
+          "cpu_budget_shared", "warn",
+          fmt::format("{} of the CPUs {} this pair runs on are held by other kbv evaluations of this host (more "
+                      "evaluations at once than CPUs for their budgets): its times share those CPUs",
+                      lease->shared(), cpu_list_text(lease->budget().cpus)),
+          "CPU leases (util/sched.h CpuLease)", ""));
+  }
+  pin_to_budget(record, *ref, "reference", options, env, lease ? &*lease : nullptr);
   if (!load_reply.overrides.empty()) record.problem_overrides = load_reply.overrides;
 
   // 3. The candidate worker, in its own process, with the extension cache of its build.
@@ -301,7 +314,7 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
     set_verdict(record, Verdict::runtime_error, "cannot start the candidate worker: " + error);
     return record;
   }
-  pin_to_budget(record, *cand, "candidate", options, env);
+  pin_to_budget(record, *cand, "candidate", options, env, lease ? &*lease : nullptr);
   record.sandbox = cand->sandbox_record();
   auto fail_from = [&](const Reply& r, const std::string& context) {
     fail_candidate(record, worker_failure(r), context);

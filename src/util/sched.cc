@@ -1,9 +1,13 @@
 #include "util/sched.h"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +122,38 @@ CpuBudget pick_cpu_budget(const std::vector<int>& allowed, int threads) {
 }
 
 CpuBudget cpu_budget(int threads) { return pick_cpu_budget(affinity_of(0), threads); }
+
+std::string CpuLease::default_lock_dir() { return "/tmp/kbv-cpu-locks-" + std::to_string(::getuid()); }
+
+CpuLease::CpuLease(int threads, const std::string& dir) {
+  const std::vector<int> allowed = affinity_of(0);
+  const size_t want = pick_cpu_budget(allowed, threads).cpus.size();
+  ::mkdir(dir.c_str(), 0700);
+  std::vector<int> taken;
+  for (auto it = allowed.rbegin(); it != allowed.rend() && taken.size() < want; ++it) {
+    const std::string path = dir + "/cpu" + std::to_string(*it) + ".lock";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      fds_.push_back(fd);
+      taken.push_back(*it);
+    } else {
+      ::close(fd);
+    }
+  }
+  for (auto it = allowed.rbegin(); it != allowed.rend() && taken.size() < want; ++it)
+    if (std::find(taken.begin(), taken.end(), *it) == taken.end()) {
+      taken.push_back(*it);
+      ++shared_;
+    }
+  std::sort(taken.begin(), taken.end());
+  budget_.cpus = taken;
+  budget_.threads = static_cast<int>(taken.size());
+}
+
+CpuLease::~CpuLease() {
+  for (int fd : fds_) ::close(fd);  // closing the descriptor releases its flock
+}
 
 std::string cpu_list_text(const std::vector<int>& cpus) { return cpu_list(mask_of(cpus)); }
 

@@ -34,6 +34,28 @@ struct CpuBudget {
 CpuBudget pick_cpu_budget(const std::vector<int>& allowed, int threads);
 // The same over this process's own affinity set.
 CpuBudget cpu_budget(int threads);
+
+// The CPUs one pair's workers run on, leased host-wide: kbv evaluations running at once on one
+// host (ctest -j, --jobs, several `kbv eval`s, `kbv worker`s) would otherwise all pin their
+// workers to the same highest-numbered CPUs and time each other. Each CPU of this process's
+// affinity set has a lock file (`dir`/cpu<N>.lock, flock): the lease takes the highest-numbered
+// free ones; when fewer are free than wanted it adds the highest-numbered others, shared, and
+// says so. Released on destruction, and by the kernel if kbv dies. A candidate that could take
+// the locks (--sandbox off) only makes evaluations share CPUs: both sides of a pair stay on one set.
+class CpuLease {
+ public:
+  explicit CpuLease(int threads, const std::string& dir = default_lock_dir());
+  ~CpuLease();
+  CpuLease(const CpuLease&) = delete;
+  CpuLease& operator=(const CpuLease&) = delete;
+  const CpuBudget& budget() const { return budget_; }
+  int shared() const { return shared_; }  // CPUs of the budget another evaluation also holds
+  static std::string default_lock_dir();  // /tmp/kbv-cpu-locks-<uid>
+ private:
+  CpuBudget budget_;
+  std::vector<int> fds_;
+  int shared_ = 0;
+};
 // "0-3,6": the kernel's list format.
 std::string cpu_list_text(const std::vector<int>& cpus);
 // The CPUs in the affinity set of thread `tid` (0: the caller); empty when unreadable.

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "util/sched.h"
@@ -169,6 +172,32 @@ TEST(Sched, AGroupIsPinnedAndAWidenedThreadIsFound) {
   ::waitpid(leader, nullptr, 0);
   ::close(ready[0]);
   ::close(go[1]);
+}
+
+// Evaluations running at once take different CPUs (ctest -j2 pinned both tests' workers to the
+// same last CPU, and each timed the other: the per-call bound called honest calls forged).
+TEST(Sched, LeasesTakeFreeCpusFirstAndShareOnlyWhenNoneIsLeft) {
+  const std::vector<int> allowed = kbv::affinity_of(0);
+  ASSERT_FALSE(allowed.empty());
+  const std::string dir = ::testing::TempDir() + "/kbv-cpu-locks-test-" + std::to_string(::getpid());
+  std::optional<kbv::CpuLease> a(std::in_place, 1, dir);
+  ASSERT_EQ(a->budget().cpus, std::vector<int>{allowed.back()});
+  EXPECT_EQ(a->shared(), 0);
+  if (allowed.size() >= 2) {
+    kbv::CpuLease b(1, dir);
+    EXPECT_EQ(b.budget().cpus, std::vector<int>{allowed[allowed.size() - 2]}) << "the next free CPU";
+    EXPECT_EQ(b.shared(), 0);
+  }
+  {
+    kbv::CpuLease all(0, dir);  // every CPU: the one `a` holds is shared
+    EXPECT_EQ(all.budget().cpus, allowed);
+    EXPECT_EQ(all.shared(), 1);
+  }
+  a.reset();  // released: the highest CPU is free again
+  kbv::CpuLease c(1, dir);
+  EXPECT_EQ(c.budget().cpus, std::vector<int>{allowed.back()});
+  EXPECT_EQ(c.shared(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
