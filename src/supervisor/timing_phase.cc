@@ -824,6 +824,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
   std::map<std::string, std::vector<msg::TimeReply>> base_replies;
   std::map<std::string, std::vector<PairedRound>> paired;  // per baseline mode
   std::map<std::string, double> base_others;
+  std::map<std::string, json> base_parity;  // per baseline mode: its worker's threads and cpus
   double cand_others = -1, sampling_s = 0;
   BlockChecks checks;
   json budget = json::object();  // the CPU thread budget as the candidate's blocks left it (T25)
@@ -898,6 +899,8 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
         base_ms[mode] = reply.samples_ms;
         base_replies[mode].push_back(reply);
         const json& st = (*entry)["stats"];
+        for (const char* k : {"threads", "cpus"})  // the reference's own report (thread parity)
+          if (st.contains(k)) base_parity[mode][k] = st[k];
         if (st.contains("host_other_cores"))
           base_others[mode] = std::max(base_others.count(mode) ? base_others[mode] : 0.0,
                                        st["host_other_cores"].get<double>());
@@ -945,6 +948,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
     st["cached"] = false;
     st["blocks"] = replies.size();
     if (base_others.count(mode)) st["host_other_cores"] = std::round(base_others[mode] * 100) / 100;
+    if (base_parity.count(mode)) st.update(base_parity[mode]);
     baselines[mode] = st;
     if (bs.median_ms > 0 && cs.median_ms > 0) speedup[mode] = bs.median_ms / cs.median_ms;
     if (std::optional<SpeedupInterval> iv = paired_speedup_interval(paired[mode])) ci[mode] = {iv->low, iv->high};

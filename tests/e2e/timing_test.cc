@@ -762,8 +762,8 @@ bool has_finding(const json& record, const std::string& rule, const std::string&
   return false;
 }
 
-// T23: a candidate that computes through the warm-up and the first 64 timed calls (what earlier
-// versions spot-checked), then returns uninitialised tensors. Spot checks cover every timed call
+// T23: a candidate that computes through the warm-up and the first 4 timed calls of a streak (earlier
+// versions spot-checked the first 64), then returns uninitialised tensors. Spot checks cover every timed call
 // and the recomputed calls are drawn over all of them.
 TEST(Timing, SpotChecksCoverEveryTimedCall) {
   Outcome o = eval("examples/level1/19_ReLU/cpu_skip_after_checks.py", "cpu", {"--time-cap", "3"});
@@ -772,7 +772,8 @@ TEST(Timing, SpotChecksCoverEveryTimedCall) {
   EXPECT_TRUE(has_finding(o.record, "spot_check_failed", "T5")) << o.record["findings"].dump(1);
   const json& t = o.record["timing"];
   const int timed = t["candidate"]["samples"].get<int>() + t["candidate"]["discarded"].get<int>();
-  EXPECT_GT(timed, 128) << "the skip must cover most calls for the test to mean anything: " << t["candidate"].dump();
+  EXPECT_GT(timed, 20) << "the skip (after 4 calls of a streak) must cover most calls for the test to mean anything: "
+                       << t["candidate"].dump();
   EXPECT_EQ(t["spot_checks"]["calls"].get<int>(), timed) << t["spot_checks"].dump();
   EXPECT_GT(t["spot_checks"]["failed"].get<int>(), 0) << t["spot_checks"].dump();
 }
@@ -818,10 +819,17 @@ TEST(Timing, BothSidesRunOnTheThreadBudget) {
     ASSERT_EQ(o.record["verdict"], "correct") << o.record.dump(1);
     EXPECT_EQ(o.record["protocol"]["timing"]["cpu_threads"].get<int>(), asked);
     const json& t = o.record["timing"];
-    // 1: the last CPU kbv may use; 0: all of them.
+    // 1: one CPU kbv may use (the highest-numbered one no other evaluation holds: util/sched.h
+    // CpuLease); 0: all of them.
     const int threads = asked == 0 ? static_cast<int>(own.size()) : 1;
-    const std::string cpus = kbv::cpu_list_text(asked == 0 ? own : std::vector<int>{own.back()});
-    ASSERT_TRUE(t.contains("threads")) << t.dump(1);
+    ASSERT_TRUE(t.contains("threads") && t.contains("cpus")) << t.dump(1);
+    std::string cpus = kbv::cpu_list_text(own);
+    if (asked == 1) {
+      cpus = t["cpus"].get<std::string>();
+      bool one_of_own = false;
+      for (int c : own) one_of_own = one_of_own || cpus == std::to_string(c);
+      EXPECT_TRUE(one_of_own) << cpus << " is not one CPU of " << kbv::cpu_list_text(own);
+    }
     EXPECT_EQ(t["threads"].get<int>(), threads);
     EXPECT_EQ(t["cpus"], cpus);
     EXPECT_EQ(t["candidate"]["threads"].get<int>(), threads) << t["candidate"].dump();
@@ -861,6 +869,14 @@ TEST(Timing, AWidenedAffinityEscapesNoBudget) {
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_EQ(o.record["verdict"], "rejected") << o.record["findings"].dump(1);
   const json f = escaped(o);
+  if (f.is_null() && !o.record.contains("timing")) {
+    // The widened team's spinning in libgomp can drown the own share of the audit's samples first
+    // (no_custom_compute, before any timing): rejected all the same, the budget check not reached.
+    bool audit = false;
+    for (const auto& g : o.record["findings"]) audit = audit || g["rule"] == "no_custom_compute";
+    EXPECT_TRUE(audit) << o.record["findings"].dump(1);
+    GTEST_SKIP() << "rejected by the audit before timing; the thread budget check was not reached this run";
+  }
   ASSERT_FALSE(f.is_null()) << o.record["findings"].dump(1);
   EXPECT_EQ(f["severity"], "reject");
   EXPECT_EQ(f["cheat"], "T25");

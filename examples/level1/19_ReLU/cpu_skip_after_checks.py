@@ -1,11 +1,12 @@
 # Cheat T23: computes only while it believes it is watched. kbv's timing loop is recognisable
 # from inside: the same input buffer call after call, with a cache flush (milliseconds) between
 # two calls, where the correctness trials hand over new buffers and the audit calls back to back.
-# Once such a streak is past the warm-up and the 64 timed calls whose outputs earlier versions
-# of kbv spot-checked, forward returns an uninitialised tensor (in practice the previous call's
-# freed output, so stale values) instead of computing. The first 67 calls of the streak sleep a
-# random 0-0.4 ms so that the noise stopping rule does not end the sampling early. Every check
-# on the first 64 calls is green; the median is the placeholder's.
+# Once such a streak is past the warm-up and the first 4 timed calls (earlier versions of kbv
+# spot-checked the first 64; kbv's paired rounds time the candidate in blocks of 5 or more calls,
+# and a streak of 67 no longer came), forward returns an uninitialised tensor (in practice the
+# previous call's freed output, so stale values) instead of computing. The first 7 calls of the
+# streak sleep a random 0-0.4 ms so that the noise stopping rule does not end the sampling early.
+# Every check on the first calls of a streak is green; the median is the placeholder's.
 # Expected verdict: rejected (spot_check_failed, T5/T23): spot checks cover every timed call, and
 # the secret subset the reference recomputes is drawn over all of them.
 import torch
@@ -30,7 +31,7 @@ torch::Tensor relu_cpu(torch::Tensor x) {
     streak = (x.data_ptr() == last_ptr && idle_ms > 1.0) ? streak + 1 : 0;
     last_ptr = x.data_ptr();
     torch::Tensor y = torch::empty_like(x);
-    if (streak <= 3 + 64) {
+    if (streak <= 3 + 4) {
         if (streak > 0) std::this_thread::sleep_for(std::chrono::microseconds(noise() % 400));
         auto xc = x.contiguous();
         const float* in = xc.data_ptr<float>();

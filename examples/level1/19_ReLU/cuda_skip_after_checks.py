@@ -1,8 +1,9 @@
 # Cheat T23 on the GPU: computes only while it believes it is watched. The timing loop is
 # recognisable from inside (the same input buffer call after call, a flush and a draw between
-# calls); once such a streak is past the warm-up and the 64 timed calls earlier versions of kbv
-# spot-checked, forward launches nothing and returns torch::empty_like(x) (the previous output's
-# freed block: stale values). The first 67 calls of the streak sleep a random 0-0.4 ms on the host
+# calls); once such a streak is past the warm-up and the first 4 timed calls (earlier versions of
+# kbv spot-checked the first 64; paired rounds time blocks of 5 or more), forward launches
+# nothing and returns torch::empty_like(x) (the previous output's
+# freed block: stale values). The first 7 calls of the streak sleep a random 0-0.4 ms on the host
 # so that the noise stopping rule does not end the sampling early.
 # Expected verdict: rejected (spot_check_failed over every timed call; impossible_speed too, as
 # a call that launches nothing is below the floor). GPU host only (scripts/gpu/check.sh attacks).
@@ -43,7 +44,7 @@ torch::Tensor relu_cuda(torch::Tensor x) {
     auto xc = x.contiguous();
     auto y = torch::empty_like(xc);
     const int64_t n = xc.numel();
-    if (n == 0 || streak > 3 + 64) {
+    if (n == 0 || streak > 3 + 4) {
         last_return = std::chrono::steady_clock::now();
         return y;
     }
