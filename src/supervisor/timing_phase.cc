@@ -390,8 +390,16 @@ void check_call_counts(Record& record, json& timing, const CandidateRun& run, co
 }
 
 // Every sample against its call's outside window (measure/call_bound.h, T22).
-void check_call_bound(Record& record, json& timing, const CandidateRun& run, const TimingProtocol& tp, bool cuda,
-                      const std::string& reject) {
+// The calls the per-call bound looks at: every timed sample in call order with its outside window,
+// and the round trips meanwhile. Paired blocks add theirs to one set, judged once over all of them
+// (a block of 3 calls with 2 preempted on a busy host is not half of a run's calls).
+struct CallBoundCalls {
+  std::vector<double> samples, windows, pings;
+};
+
+// Adds `run`'s calls to `calls`; false (and the T14 finding) when its discarded samples are forged.
+bool add_call_bound_calls(Record& record, CallBoundCalls& calls, const CandidateRun& run, const TimingProtocol& tp,
+                          const std::string& reject) {
   const msg::TimeReply& cr = *run.timed;
   std::optional<std::vector<double>> samples = samples_in_order(cr.samples_ms, cr.discarded_ms, cr.discarded_at);
   if (!samples) {
@@ -400,16 +408,23 @@ void check_call_bound(Record& record, json& timing, const CandidateRun& run, con
                                                        "the reply is forged",
                                                        cr.discarded_ms.size(), cr.discarded_at.size()),
                                            "timing.discarded_at", "T14"));
-    return;
+    return false;
   }
-  std::vector<double> windows(samples->size(), -1.0);
-  for (size_t s = 0; s < windows.size(); ++s)
-    if (const size_t call = static_cast<size_t>(tp.rule.warmup) + s; call < run.log.window_ms.size())
-      windows[s] = run.log.window_ms[call];
+  for (size_t s = 0; s < samples->size(); ++s) {
+    const size_t call = static_cast<size_t>(tp.rule.warmup) + s;
+    calls.samples.push_back((*samples)[s]);
+    calls.windows.push_back(call < run.log.window_ms.size() ? run.log.window_ms[call] : -1.0);
+  }
+  calls.pings.insert(calls.pings.end(), run.log.ping_ms.begin(), run.log.ping_ms.end());
+  return true;
+}
+
+void judge_call_bound(Record& record, json& timing, const CallBoundCalls& calls, const TimingProtocol& tp, bool cuda,
+                      const std::string& reject) {
   // GPU: the launch hold runs inside every window and outside every sample (its length in SM
   // cycles at the warm-up's clock: 10% over the protocol's microseconds covers a slower clock).
   const double held_ms = cuda ? 1.1 * tp.launch_hold_us / 1000.0 : 0.0;
-  const CallBound b = bound_calls(*samples, windows, run.log.ping_ms, held_ms);
+  const CallBound b = bound_calls(calls.samples, calls.windows, calls.pings, held_ms);
   timing["call_bound"] = b.to_json();
   if (b.ok) return;
   record.findings.push_back(make_finding(
@@ -420,6 +435,12 @@ void check_call_bound(Record& record, json& timing, const CandidateRun& run, con
                   "samples are forged",
                   b.short_calls, b.checked, b.allowance_ms, b.worst_sample, b.worst_sample_ms, b.worst_window_ms),
       "timing.call_bound", "T22"));
+}
+
+void check_call_bound(Record& record, json& timing, const CandidateRun& run, const TimingProtocol& tp, bool cuda,
+                      const std::string& reject) {
+  CallBoundCalls calls;
+  if (add_call_bound_calls(record, calls, run, tp, reject)) judge_call_bound(record, timing, calls, tp, cuda, reject);
 }
 
 void note_event_mismatches(Record& record, json& timing, const msg::TimeReply& cr, const Stats& cs) {
@@ -828,6 +849,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
   double cand_others = -1, sampling_s = 0;
   BlockChecks checks;
   json budget = json::object();  // the CPU thread budget as the candidate's blocks left it (T25)
+  CallBoundCalls bound_calls_all;  // every block's calls: the per-call bound is judged over all (T22)
   std::string failure;
   int done = 0;
   for (int r = 0; r < tp.pairs && failure.empty(); ++r) {
@@ -859,7 +881,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
       const size_t rejects = reject_count(record);
       json c = json::object();
       check_call_counts(record, c, run, bs, block.protocol.timing, reject);
-      check_call_bound(record, c, run, block.protocol.timing, !cpu, reject);
+      add_call_bound_calls(record, bound_calls_all, run, block.protocol.timing, reject);
       note_event_mismatches(record, c, cr, bs);
       spot_check_calls(record, c, run, bs, block, reference, spot_seeds, reject);
       check_thread_budget(record, budget, options, env, reference, candidate, cr, reject);
@@ -929,6 +951,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
     release_both(options, reference, &candidate);
     return;
   }
+  judge_call_bound(record, timing, bound_calls_all, tp, !cpu, reject);
   // The candidate's part is over (T17: nothing of it runs during the device calibration).
   stop_candidate(record, candidate);
   const msg::TimeReply& last = cand_replies.back();
