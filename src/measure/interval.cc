@@ -49,6 +49,24 @@ std::optional<SpeedupInterval> interval_of(double speedup, std::vector<double>& 
   return SpeedupInterval{speedup, at(tail), at(1.0 - tail)};
 }
 
+double ratio(std::vector<double>& baseline, std::vector<double>& candidate);
+
+// `resamples` bootstrap speedups: each time `fill(rng, b, c)` draws a resample of the baseline and
+// candidate samples into the emptied b and c, and their ratio of medians is one value.
+template <class Fill>
+std::vector<double> bootstrap(int resamples, uint64_t seed, Fill fill) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> boot, b, c;
+  boot.reserve(static_cast<size_t>(std::max(resamples, 0)));
+  for (int i = 0; i < resamples; ++i) {
+    b.clear();
+    c.clear();
+    fill(rng, b, c);
+    if (const double x = ratio(b, c); x > 0) boot.push_back(x);
+  }
+  return boot;
+}
+
 double ratio(std::vector<double>& baseline, std::vector<double>& candidate) {
   const double c = median_in_place(candidate);
   const double b = median_in_place(baseline);
@@ -80,19 +98,13 @@ std::optional<SpeedupInterval> paired_speedup_interval(std::span<const PairedRou
   }
   const double speedup = ratio(b, c);
   if (!(speedup > 0)) return std::nullopt;
-  std::mt19937_64 rng(seed);
-  std::vector<double> boot;
-  boot.reserve(static_cast<size_t>(std::max(resamples, 0)));
-  for (int i = 0; i < resamples; ++i) {
-    b.clear();
-    c.clear();
+  std::vector<double> boot = bootstrap(resamples, seed, [&](std::mt19937_64& rng, auto& rb, auto& rc) {
     for (size_t k = 0; k < usable.size(); ++k) {
       const PairedRound* r = usable[draw_index(rng, usable.size())];
-      resample_into(r->baseline_ms, rng, b);
-      resample_into(r->candidate_ms, rng, c);
+      resample_into(r->baseline_ms, rng, rb);
+      resample_into(r->candidate_ms, rng, rc);
     }
-    if (const double x = ratio(b, c); x > 0) boot.push_back(x);
-  }
+  });
   return interval_of(speedup, boot, expanded_tail(usable.size()));
 }
 
@@ -103,16 +115,10 @@ std::optional<SpeedupInterval> unpaired_speedup_interval(std::span<const double>
   std::vector<double> b(baseline_ms.begin(), baseline_ms.end()), c(candidate_ms.begin(), candidate_ms.end());
   const double speedup = ratio(b, c);
   if (!(speedup > 0)) return std::nullopt;
-  std::mt19937_64 rng(seed);
-  std::vector<double> boot;
-  boot.reserve(static_cast<size_t>(std::max(resamples, 0)));
-  for (int i = 0; i < resamples; ++i) {
-    b.clear();
-    c.clear();
-    resample_into(baseline_ms, rng, b);
-    resample_into(candidate_ms, rng, c);
-    if (const double x = ratio(b, c); x > 0) boot.push_back(x);
-  }
+  std::vector<double> boot = bootstrap(resamples, seed, [&](std::mt19937_64& rng, auto& rb, auto& rc) {
+    resample_into(baseline_ms, rng, rb);
+    resample_into(candidate_ms, rng, rc);
+  });
   return interval_of(speedup, boot);
 }
 

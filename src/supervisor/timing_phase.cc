@@ -757,9 +757,8 @@ size_t reject_count(const Record& record) {
 // in timing.rounds[i].candidate.checks).
 struct BlockChecks {
   double supervisor_ms = 0, reported_sum_ms = 0;
-  bool wall_ok = true, bound_ok = true, has_bound = false, has_spot = false, fresh = false;
-  int bound_checked = 0, bound_short = 0, spot_checked = 0, spot_failed = 0, spot_calls = 0, spot_recomputed = 0;
-  double allowance_ms = 0, ping_ms = 0;
+  bool wall_ok = true, has_spot = false, fresh = false;
+  int spot_checked = 0, spot_failed = 0, spot_calls = 0, spot_recomputed = 0;
   int64_t draws = 0, mismatches = 0;
   std::string spot_error;
 
@@ -768,14 +767,6 @@ struct BlockChecks {
       supervisor_ms += c["wall_check"].value("supervisor_ms", 0.0);
       reported_sum_ms += c["wall_check"].value("reported_sum_ms", 0.0);
       wall_ok = wall_ok && c["wall_check"].value("ok", false);
-    }
-    if (c.contains("call_bound")) {
-      has_bound = true;
-      bound_checked += c["call_bound"].value("checked", 0);
-      bound_short += c["call_bound"].value("short_calls", 0);
-      bound_ok = bound_ok && c["call_bound"].value("ok", false);
-      allowance_ms = std::max(allowance_ms, c["call_bound"].value("allowance_ms", 0.0));
-      ping_ms = std::max(ping_ms, c["call_bound"].value("ping_ms", 0.0));
     }
     if (c.contains("spot_checks")) {
       const json& sc = c["spot_checks"];
@@ -793,9 +784,6 @@ struct BlockChecks {
 
   void write(json& timing) const {
     timing["wall_check"] = {{"supervisor_ms", supervisor_ms}, {"reported_sum_ms", reported_sum_ms}, {"ok", wall_ok}};
-    if (has_bound)
-      timing["call_bound"] = {{"checked", bound_checked}, {"short_calls", bound_short}, {"allowance_ms", allowance_ms},
-                              {"ping_ms", ping_ms},       {"ok", bound_ok}};
     if (has_spot) {
       json sc = {{"checked", spot_checked}, {"failed", spot_failed}};
       if (fresh) {
