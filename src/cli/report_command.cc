@@ -15,6 +15,7 @@ Command add_report_command(CLI::App& app) {
     kbv::ReportOptions options;
     std::vector<std::string> runs;
     std::string problems;
+    std::vector<std::string> exclude_from;
   };
   auto s = std::make_shared<State>();
   kbv::ReportOptions& report_opts = s->options;
@@ -38,10 +39,19 @@ Command add_report_command(CLI::App& app) {
                      "estimate does (point: KernelBench's definition, for published numbers)")
       ->check(CLI::IsMember({"interval", "point"}))
       ->capture_default_str();
+  report->add_option("--table", report_opts.table,
+                     "verified: KernelBench-Verified's table shape and denominator on top; auto: when every run is "
+                     "under that protocol (docs/METRICS.md)")
+      ->check(CLI::IsMember({"auto", "verified", "kbv"}))
+      ->capture_default_str();
+  report->add_option("--exclude-from", s->exclude_from,
+                     "LINT.json of `kbv lint-problems --json`: its unsolvable and degenerate problems leave the "
+                     "denominator, listed in the report");
   return {report, [s]() {
             kbv::ReportOptions o = s->options;
             for (const auto& r : s->runs) o.runs.emplace_back(r);
             if (!s->problems.empty()) o.problems_dir = s->problems;
+            for (const auto& f : s->exclude_from) o.exclude_from.emplace_back(f);
             Outcome outcome = kbv::report_command(o, printer("kbv report"));
             // The report on stdout (a data notice) must have reached it.
             if (outcome.ok() && (std::fflush(stdout) != 0 || std::ferror(stdout)))

@@ -15,6 +15,7 @@
 #include "report/render.h"
 #include "report/summary.h"
 #include "report/upstream.h"
+#include "report/verified.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -194,10 +195,31 @@ Outcome report_command(const ReportOptions& options, const Notify& notify) {
     input.notes.push_back(fmt::format("problems: {} from {}", problems.size(), options.problems_dir->string()));
   }
   for (const auto& b : baselines)
-    input.notes.push_back(fmt::format("baseline file for imported runs: {} = {} ({} problems)", b.name, b.path.string(),
-                                      b.entries.size()));
+    input.notes.push_back(fmt::format("baseline file for imported runs: {} = {} ({} problems, measured: {})", b.name,
+                                      b.path.string(), b.entries.size(), b.label));
+  if (options.table != "auto" && options.table != "verified" && options.table != "kbv")
+    return Outcome::fail(Status::input_error,
+                         fmt::format("--table {}: use auto, verified (KernelBench-Verified's table shape and "
+                                     "denominator) or kbv",
+                                     options.table));
+  std::vector<Exclusion> lint_exclusions;
+  for (const auto& file : options.exclude_from) {
+    FileText t = read_file(file);
+    if (!t.ok) return Outcome::fail(Status::input_error, "--exclude-from " + t.error);
+    json j = json::parse(t.text, nullptr, false);
+    if (j.is_discarded())
+      return Outcome::fail(Status::input_error,
+                           fmt::format("--exclude-from {}: not valid JSON (write it with `kbv lint-problems DIR --json "
+                                       "FILE`)",
+                                       file.string()));
+    std::vector<Exclusion> found = exclusions_from_lint(j, file.string(), error);
+    if (!error.empty()) return Outcome::fail(Status::input_error, "--exclude-from " + error);
+    input.notes.push_back(fmt::format("--exclude-from {}: {} unsolvable or degenerate problem(s) leave the denominator",
+                                      file.string(), found.size()));
+    merge_exclusions(lint_exclusions, found);
+  }
 
-  std::set<std::string> names;
+  std::vector<std::pair<fs::path, LoadedRun>> all_loaded;
   for (const auto& dir : options.runs) {
     std::vector<std::string> warnings;
     std::vector<LoadedRun> loaded = load_run(dir, options.level, warnings, error);
@@ -205,28 +227,44 @@ Outcome report_command(const ReportOptions& options, const Notify& notify) {
     if (!error.empty()) return Outcome::fail(Status::input_error, error);
     for (auto& run : loaded) {
       if (!options.precision.empty() && run.precision != options.precision) continue;
-      if (run.protocol == kImportProtocol)
-        for (const auto& b : baselines) {
-          int timed = 0;
-          for (auto& r : run.records) {
-            apply_baseline(r, b);
-            timed += r.timing && r.timing->speedup && r.timing->speedup->count(b.name);
-          }
-          run.notes.push_back(fmt::format("{} of {} record(s) have a speedup against the {} baseline file {}", timed,
-                                          run.records.size(), b.name, b.path.string()));
-        }
-      std::string name = names.count(run.name) ? fmt::format("{} ({})", run.name, dir.string()) : run.name;
-      names.insert(name);
-      RunSummary summary = summarize(name, run.records, problems, options.baseline, *fast_p_mode);
-      summary.notes.insert(summary.notes.begin(), run.notes.begin(), run.notes.end());
-      if (summary.protocol.empty()) summary.protocol = run.protocol;
-      summary.precision = run.precision;
-      summary.model = dir.string();
-      summary.generation = read_generation(dir);
-      for (const auto& u : summary.generation.unreadable)
-        summary.notes.push_back("generation record not read: " + u);
-      input.runs.push_back(std::move(summary));
+      all_loaded.emplace_back(dir, std::move(run));
     }
+  }
+  bool every_verified = !all_loaded.empty();
+  for (const auto& [dir, run] : all_loaded) every_verified = every_verified && is_verified_protocol(run.protocol);
+  input.verified_tables = options.table == "verified" || (options.table == "auto" && every_verified);
+  if (input.verified_tables && options.table == "auto")
+    input.notes.push_back(fmt::format("every run is under protocol {}: its table shape on top (kbv report --table kbv "
+                                      "leaves it out)",
+                                      kVerifiedProtocolName));
+
+  std::set<std::string> names;
+  for (auto& [dir, run] : all_loaded) {
+    if (run.protocol == kImportProtocol)
+      for (const auto& b : baselines) {
+        int timed = 0;
+        for (auto& r : run.records) {
+          apply_baseline(r, b);
+          timed += r.timing && r.timing->speedup && r.timing->speedup->count(b.name);
+        }
+        run.notes.push_back(fmt::format("{} of {} record(s) have a speedup against the {} baseline file {}", timed,
+                                        run.records.size(), b.name, b.path.string()));
+      }
+    std::string name = names.count(run.name) ? fmt::format("{} ({})", run.name, dir.string()) : run.name;
+    names.insert(name);
+    // The denominator: the lint's exclusions, and under KernelBench-Verified's table or protocol its own.
+    std::vector<Exclusion> exclusions = lint_exclusions;
+    if (input.verified_tables || is_verified_protocol(run.protocol))
+      merge_exclusions(exclusions, verified_protocol_exclusions());
+    RunSummary summary = summarize(name, run.records, problems, options.baseline, *fast_p_mode, exclusions);
+    summary.notes.insert(summary.notes.begin(), run.notes.begin(), run.notes.end());
+    if (summary.protocol.empty()) summary.protocol = run.protocol;
+    summary.precision = run.precision;
+    summary.model = dir.string();
+    summary.generation = read_generation(dir);
+    for (const auto& u : summary.generation.unreadable)
+      summary.notes.push_back("generation record not read: " + u);
+    input.runs.push_back(std::move(summary));
   }
 
   if (input.runs.empty() && !options.precision.empty())

@@ -39,6 +39,11 @@ struct ReportOptions {
   std::optional<int> level;                 // for a plain eval_results.json
   std::string precision;                    // fp32 | bf16 | fp16: only runs of that precision; empty: all
   std::string fast_p = "interval";          // interval | point: fast_p's definition (docs/METRICS.md)
+  // auto | verified | kbv: KernelBench-Verified's table shape on top (auto: when every run is
+  // under that protocol); verified also takes its denominator (report/verified.h).
+  std::string table = "auto";
+  // `kbv lint-problems --json` reports: their unsolvable and degenerate problems leave the denominator.
+  std::vector<std::filesystem::path> exclude_from;
 };
 // Ok when written (to stdout: a data notice); input_error on unusable input.
 Outcome report_command(const ReportOptions& options, const Notify& notify);

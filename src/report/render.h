@@ -15,6 +15,9 @@ struct ReportInput {
   std::vector<RunSummary> runs;
   std::string baseline = "tf32";   // the speedup denominator the headline numbers use
   std::vector<std::string> notes;  // report-wide notes (inputs, warnings)
+  // KernelBench-Verified's table shape on top (kbv report --table verified, or every run under
+  // that protocol): docs/METRICS.md, "The verified table".
+  bool verified_tables = false;
 };
 
 std::string render_markdown(const ReportInput& input);
@@ -51,6 +54,15 @@ Table samples_table(const RunSummary& run, size_t index);
 // One row per model (run folder) evaluated in more than one precision: its fp32, bf16 and fp16
 // numbers side by side (report/precision_table.cc). No rows when no model has two precisions.
 Table precision_table(const ReportInput& input);
+
+// KernelBench-Verified's tables (report/verified_tables.cc), one row per run: the paper's speed
+// table (per level: Speedup, Correctness, Fast@1), its memory table (per level: Mem Eff, Mem
+// Eff%) and its overall table (all levels pooled), best-of-n as its scoring code computes them.
+Table verified_speed_table(const ReportInput& input);
+Table verified_memory_table(const ReportInput& input);
+Table verified_overall_table(const ReportInput& input);
+// The problems a run is not scored on, with why and where that comes from; no rows when none.
+Table excluded_table(const RunSummary& run, size_t index);
 
 // Formatting shared by the renderers.
 std::string format_rate(double rate);                 // "52.0%"

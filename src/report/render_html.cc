@@ -648,6 +648,16 @@ std::string render_html(const ReportInput& input) {
   for (const auto& run : input.runs)
     if (!run.timing_notice.empty())
       out += "<p class=\"warn\"><b>Warning (" + esc(run.name) + "):</b> " + esc(run.timing_notice) + "</p>";
+  if (input.verified_tables) {
+    out += "<h2>KernelBench-Verified tables</h2><p class=\"meta\">best-of-n per problem against the " +
+           esc(input.baseline) +
+           " baseline, as KernelBench-Verified's scoring code computes them (docs/METRICS.md, \"The verified "
+           "table\")</p>";
+    for (const Table& t : {verified_speed_table(input), verified_memory_table(input), verified_overall_table(input)}) {
+      out += "<h3>" + esc(t.title) + "</h3>";
+      html_table(out, t);
+    }
+  }
   if (input.runs.size() > 1) {
     out += "<h2>Leaderboard</h2>";
     html_table(out, leaderboard_table(input));
@@ -675,7 +685,13 @@ std::string render_html(const ReportInput& input) {
     if (!run.notes.empty()) {
       out += "<ul class=\"notes\">";
       for (const auto& n : run.notes) out += "<li>" + esc(n) + "</li>";
+      for (const auto& [b, label] : run.baseline_labels)
+        out += "<li>baseline " + esc(b) + " measured: " + esc(label) + "</li>";
       out += "</ul>";
+    }
+    if (Table t = excluded_table(run, i); !t.rows.empty()) {
+      out += "<h3>" + esc(t.title) + "</h3>";
+      html_table(out, t);
     }
     if (run.scopes.empty()) {
       out += "<p>No records.</p>";

@@ -160,6 +160,30 @@ nlohmann::ordered_json sample_json(const SampleView& v) {
   return j;
 }
 
+nlohmann::ordered_json verified_json(const VerifiedTable& t) {
+  auto opt = [](const std::optional<double>& x) { return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr); };
+  nlohmann::ordered_json j;
+  j["baseline"] = t.baseline;
+  j["gate"] = t.gate;
+  j["scopes"] = nlohmann::ordered_json::array();
+  for (const auto& s : t.scopes) {
+    nlohmann::ordered_json f = nlohmann::ordered_json::object();
+    for (size_t i = 0; i < kFastPThresholds.size(); ++i) f[fmt::format("{:g}", kFastPThresholds[i])] = s.fast_p[i];
+    j["scopes"].push_back({{"name", s.name},
+                           {"level", s.level},
+                           {"problems", s.problems},
+                           {"correct", s.winners},
+                           {"correct_untimed", s.correct_untimed},
+                           {"correctness", s.correctness},
+                           {"speedup", opt(s.speedup)},
+                           {"fast_p", f},
+                           {"memory_measured", s.memory_measured},
+                           {"mem_eff", opt(s.mem_eff)},
+                           {"mem_efficient_share", s.mem_efficient_share}});
+  }
+  return j;
+}
+
 }  // namespace
 
 std::string render_markdown(const ReportInput& input) {
@@ -173,6 +197,16 @@ std::string render_markdown(const ReportInput& input) {
   for (const auto& run : input.runs)
     if (!run.timing_notice.empty())
       out += fmt::format("> **Warning ({}):** {}\n\n", md_escape(run.name), md_escape(run.timing_notice));
+  if (input.verified_tables) {
+    out += "## KernelBench-Verified tables\n\n";
+    out += fmt::format("Best-of-n per problem against the **{}** baseline, as KernelBench-Verified's scoring code "
+                       "computes them (docs/METRICS.md, \"The verified table\").\n\n",
+                       input.baseline);
+    for (const Table& t : {verified_speed_table(input), verified_memory_table(input), verified_overall_table(input)}) {
+      out += "### " + t.title + "\n\n";
+      md_table(out, t);
+    }
+  }
   if (input.runs.size() > 1) {
     out += "## Leaderboard\n\n";
     md_table(out, leaderboard_table(input));
@@ -191,7 +225,13 @@ std::string render_markdown(const ReportInput& input) {
     // Several runs: said again in the run's own section (one run: the top says it).
     if (!run.timing_notice.empty() && input.runs.size() > 1) out += "- **" + md_escape(run.timing_notice) + "**\n";
     for (const auto& n : run.notes) out += "- " + md_escape(n) + "\n";
+    for (const auto& [b, label] : run.baseline_labels)
+      out += "- baseline " + md_escape(b) + " measured: " + md_escape(label) + "\n";
     out += "\n";
+    if (Table t = excluded_table(run, i); !t.rows.empty()) {
+      out += "### " + t.title + "\n\n";
+      md_table(out, t);
+    }
     if (run.scopes.empty()) {
       out += "No records.\n\n";
       continue;
@@ -262,6 +302,16 @@ std::string render_csv(const ReportInput& input) {
       f.push_back(csv_field(fmt::format("{}", fmt::join(v.timing_warnings, "; "))));
       out += fmt::format("{}\n", fmt::join(f, ","));
     }
+  // A problem out of the denominator: one row, verdict "excluded", no sample id, the reason.
+  for (const auto& run : input.runs)
+    for (const auto& e : run.excluded) {
+      std::vector<std::string> f = {csv_field(run.name), csv_field(run.protocol), std::to_string(e.level),
+                                    std::to_string(e.id), csv_field(e.name), "", "excluded", "", "", ""};
+      f.resize(f.size() + 2 * baselines.size() + 4, "");
+      f.push_back(csv_field(e.kind + ": " + e.reason + " (" + e.source + ")"));
+      f.resize(header.size(), "");
+      out += fmt::format("{}\n", fmt::join(f, ","));
+    }
   return out;
 }
 
@@ -281,6 +331,17 @@ nlohmann::ordered_json render_json(const ReportInput& input) {
     r["baseline"] = run.baseline;
     r["baselines_seen"] = run.baselines_seen;
     r["notes"] = run.notes;
+    r["baseline_labels"] = run.baseline_labels;
+    r["excluded"] = nlohmann::ordered_json::array();
+    for (const auto& e : run.excluded)
+      r["excluded"].push_back({{"level", e.level},
+                               {"id", e.id},
+                               {"name", e.name},
+                               {"kind", e.kind},
+                               {"reason", e.reason},
+                               {"source", e.source}});
+    r["excluded_records"] = run.excluded_records;
+    if (input.verified_tables) r["verified"] = verified_json(verified_table(run));
     r["fast_p_definition"] = fast_p_mode_name(run.fast_p_mode);
     r["timing_notice"] = run.timing_notice.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(run.timing_notice);
     // What `kbv generate` recorded in the folder; null when it recorded nothing (or not that).

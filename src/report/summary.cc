@@ -2,6 +2,7 @@
 #include "report/summary.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -262,8 +263,16 @@ ScopeSummary scope_summary(const std::string& name, int level, const std::vector
 
 }  // namespace
 
+std::string native_baseline_label(const std::string& name) {
+  if (name == "tf32") return "TF32";
+  if (name == "fp32") return "FP32 (strict)";
+  if (name == "compile") return "torch.compile";
+  return name;
+}
+
 RunSummary summarize(const std::string& name, const std::vector<Record>& records,
-                     const std::vector<ProblemSlot>& problems, const std::string& baseline, FastPMode fast_p_mode) {
+                     const std::vector<ProblemSlot>& problems, const std::string& baseline, FastPMode fast_p_mode,
+                     const std::vector<Exclusion>& exclusions) {
   RunSummary run;
   run.name = name;
   run.baseline = baseline;
@@ -278,27 +287,59 @@ RunSummary summarize(const std::string& name, const std::vector<Record>& records
       run.device = r.protocol.device_name.value_or("");
       if (run.device.empty()) run.device = r.metadata.hardware.value_or("");
     }
+    // What each baseline measured: an imported baseline file says (report/upstream.cc), kbv's own
+    // baselines are what their names say.
+    for (const auto& [b, x] : v.speedup) {
+      std::string label;
+      if (r.timing && r.timing->baselines && r.timing->baselines->is_object())
+        if (auto it = r.timing->baselines->find(b); it != r.timing->baselines->end() && it->is_object())
+          if (auto m = it->find("measured"); m != it->end() && m->is_string()) label = m->get<std::string>();
+      if (label.empty()) label = native_baseline_label(b);
+      auto [it, inserted] = run.baseline_labels.try_emplace(b, label);
+      if (!inserted && it->second != label && it->second.find(label) == std::string::npos)
+        it->second += " / " + label;  // records of one run measured against different things: both shown
+    }
     sample_ids[v.level].insert(v.sample_id);
     by_slot[{v.level, v.problem_id, v.sample_id}] = std::move(v);
   }
+
+  // Problems out of the denominator: their records are not scored, and the report lists them.
+  for (const auto& e : exclusions) {
+    if (!sample_ids.count(e.level)) continue;
+    run.excluded.push_back(e);
+    for (auto it = by_slot.lower_bound({e.level, e.id, INT_MIN}); it != by_slot.end() && std::get<0>(it->first) == e.level &&
+                                                                   std::get<1>(it->first) == e.id;) {
+      if (run.excluded.back().name.empty()) run.excluded.back().name = it->second.problem;
+      it = by_slot.erase(it);
+      ++run.excluded_records;
+    }
+  }
+  auto is_excluded = [&](int level, int id) {
+    return std::any_of(run.excluded.begin(), run.excluded.end(),
+                       [&](const Exclusion& e) { return e.level == level && e.id == id; });
+  };
+  if (!run.excluded.empty())
+    run.notes.push_back(fmt::format("{} problem(s) excluded from the denominator ({} record(s) of theirs not scored): "
+                                    "see \"excluded from the denominator\"",
+                                    run.excluded.size(), run.excluded_records));
 
   // The denominator: the given problems of the levels the run covers, plus any problem the run
   // has a record for that the dataset lacks.
   std::map<std::pair<int, int>, std::string> slots_problems;
   if (!problems.empty()) {
     for (const auto& p : problems)
-      if (sample_ids.count(p.level)) slots_problems[{p.level, p.id}] = p.name;
+      if (sample_ids.count(p.level) && !is_excluded(p.level, p.id)) slots_problems[{p.level, p.id}] = p.name;
     int extra = 0;
     for (const auto& [key, v] : by_slot) {
       auto [it, inserted] = slots_problems.try_emplace({std::get<0>(key), std::get<1>(key)}, v.problem);
       if (inserted) ++extra;
     }
     int given = 0;
-    for (const auto& p : problems) given += sample_ids.count(p.level) ? 1 : 0;
+    for (const auto& p : problems) given += sample_ids.count(p.level) && !is_excluded(p.level, p.id) ? 1 : 0;
     run.notes.push_back(
-        fmt::format("denominator: the {} problems of the dataset in the level(s) this run covers; "
+        fmt::format("denominator: the {} problems of the dataset in the level(s) this run covers{}; "
                     "a problem without a sample counts as a failure",
-                    given));
+                    given, run.excluded.empty() ? "" : ", less the excluded ones"));
     if (extra)
       run.notes.push_back(
           fmt::format("{} problem(s) with records are not in the dataset; they are added to the "

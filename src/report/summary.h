@@ -11,6 +11,7 @@
 #include "record/record.h"
 #include "report/generation.h"
 #include "report/metrics.h"
+#include "report/verified.h"
 
 namespace kbv {
 
@@ -113,13 +114,24 @@ struct RunSummary {
   // Said at the top of every report: more than half of the timed samples carry a timing warning,
   // so most of its speedups are unreliable. Empty otherwise.
   std::string timing_notice;
+  // Problems left out of the denominator (docs/METRICS.md, "The denominator"), of the levels this
+  // run covers, and how many of the run's records they held (not scored).
+  std::vector<Exclusion> excluded;
+  int excluded_records = 0;
+  // What each baseline measured, by name ("fp32" -> "FP32 (strict)"; an imported baseline file:
+  // what upstream's file measured). Only baselines some sample has a speedup against.
+  std::map<std::string, std::string> baseline_labels;
 };
 
 // Scores `records` (one protocol's latest record per sample) over `problems`; when `problems` is
 // empty, over the problems that have a record (and a note says so).
 RunSummary summarize(const std::string& name, const std::vector<Record>& records,
                      const std::vector<ProblemSlot>& problems, const std::string& baseline,
-                     FastPMode fast_p_mode = FastPMode::interval);
+                     FastPMode fast_p_mode = FastPMode::interval, const std::vector<Exclusion>& exclusions = {});
+
+// What kbv's own baselines measure (eager PyTorch): "tf32" -> "TF32", "fp32" -> "FP32 (strict)",
+// "compile" -> "torch.compile"; the name itself for any other.
+std::string native_baseline_label(const std::string& name);
 
 // The k values reported for pass@k with s samples per problem: 1, 5, 10, 100 up to s, and s.
 std::vector<int> pass_at_k_values(int samples_per_problem);

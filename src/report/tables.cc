@@ -336,7 +336,8 @@ Table survival_table(const RunSummary& run, const ScopeSummary& s, size_t index)
   t.title = fmt::format("How much of the speedup survives ({}, best-of-n per problem)", scope_header(s));
   t.header = {"baseline", "standard check", "hidden distributions"};
   for (const char* b : {"fp32", "tf32"}) {
-    std::vector<Cell> r = {text(b == std::string("fp32") ? "FP32 (strict)" : "TF32")};
+    auto label = run.baseline_labels.find(b);  // what the baseline measured (an upstream file says)
+    std::vector<Cell> r = {text(label != run.baseline_labels.end() ? label->second : native_baseline_label(b))};
     for (Gate g : {Gate::standard, Gate::hidden}) {
       const GateSummary& gs = gate_of(s, g);
       if (!gs.available) {

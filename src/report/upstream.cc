@@ -1,6 +1,7 @@
 // KernelBench / KernelBench-Verified files <-> kbv records.
 #include "report/upstream.h"
 
+#include <cctype>
 #include <algorithm>
 #include <cmath>
 #include <regex>
@@ -146,6 +147,19 @@ std::pair<std::string, fs::path> parse_baseline_arg(const std::string& arg) {
   return {name, arg};
 }
 
+std::string baseline_file_label(const std::string& name, const fs::path& path, bool kbv_export) {
+  if (kbv_export) return native_baseline_label(name) + " (kbv baseline --export)";
+  std::string file = path.filename().string();
+  for (char& c : file) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string from = " (upstream baseline file " + path.filename().string() + ")";
+  if (file.find("bf16") != std::string::npos) return "BF16 under PyTorch defaults" + from;
+  if (file.find("fp16") != std::string::npos) return "FP16 under PyTorch defaults" + from;
+  if (name == "tf32") return "TF32 matmuls and convolutions" + from;
+  if (name == "compile") return "torch.compile, FP32 matmuls, TF32 convolutions (PyTorch defaults)" + from;
+  if (name == "fp32") return "FP32 matmuls, TF32 convolutions (PyTorch defaults: cuDNN allow_tf32 on)" + from;
+  return name + from;
+}
+
 std::optional<BaselineTimes> read_baseline_file(const fs::path& path, const std::string& name, std::string& error) {
   auto j = parse_json_file(path, error);
   if (!j) return std::nullopt;
@@ -158,6 +172,7 @@ std::optional<BaselineTimes> read_baseline_file(const fs::path& path, const std:
   b.path = path;
   static const std::regex level_key(R"(^level(\d+)$)");
   int levels = 0;
+  bool kbv_export = false;  // kbv's own export: its entries carry "median", upstream's do not
   for (const auto& [key, problems] : j->items()) {
     std::smatch m;
     if (!std::regex_match(key, m, level_key) || !problems.is_object()) continue;
@@ -168,6 +183,7 @@ std::optional<BaselineTimes> read_baseline_file(const fs::path& path, const std:
       if (!id || !entry.is_object()) continue;
       auto mean = positive_number(entry, "mean");
       if (!mean) continue;
+      kbv_export = kbv_export || entry.contains("median");
       BaselineTimes::Entry e;
       e.problem = file;
       e.mean_ms = *mean;
@@ -180,6 +196,7 @@ std::optional<BaselineTimes> read_baseline_file(const fs::path& path, const std:
         path.string() + ": no \"level<N>\" object; expected {\"level1\": {\"<problem file>\": {\"mean\": ms, ...}}}";
     return std::nullopt;
   }
+  b.label = baseline_file_label(name, path, kbv_export);
   return b;
 }
 
@@ -203,7 +220,8 @@ bool apply_baseline(Record& record, const BaselineTimes& baseline) {
       if (!timing.candidate) timing.candidate.emplace();
       timing.candidate->mean_ms = record.runtime;
       if (!timing.baselines || !timing.baselines->is_object()) timing.baselines = json::object();
-      (*timing.baselines)[baseline.name] = {{"mean_ms", e.mean_ms}, {"source", baseline.path.string()}};
+      (*timing.baselines)[baseline.name] = {
+          {"mean_ms", e.mean_ms}, {"source", baseline.path.string()}, {"measured", baseline.label}};
       if (!timing.speedup) timing.speedup.emplace();
       (*timing.speedup)[baseline.name] = e.mean_ms / record.runtime;
       changed = true;

@@ -33,13 +33,22 @@ struct BaselineTimes {
     std::optional<double> peak_bytes;  // KernelBench-Verified's "peak_memory"
   };
   std::string name;  // tf32 | fp32 | compile
+  std::string label;  // what the file measured (baseline_file_label), stored with each speedup
   std::filesystem::path path;
   std::map<std::pair<int, int>, Entry> entries;  // (level, problem id) -> entry
 };
 
 // "tf32=PATH" or "PATH"; without a name it comes from the file name: "tf32" in it -> tf32,
-// "compile" -> compile, otherwise fp32 (upstream's baseline_time_torch.json is strict FP32).
+// "compile" -> compile, otherwise fp32 (upstream's baseline_time_torch.json: FP32 matmuls, but
+// see baseline_file_label).
 std::pair<std::string, std::filesystem::path> parse_baseline_arg(const std::string& arg);
+
+// What a baseline file named `name` measured. A file `kbv baseline --export` wrote (its entries
+// carry "median") measured what kbv's baselines do (native_baseline_label). An upstream file
+// measured under PyTorch's defaults, which keep cuDNN's TF32 on for convolutions: "fp32" is
+// "FP32 matmuls, TF32 convolutions", "tf32" (set_float32_matmul_precision('high')) "TF32 matmuls
+// and convolutions", a file named *bf16* BF16, "compile" torch.compile under those defaults.
+std::string baseline_file_label(const std::string& name, const std::filesystem::path& path, bool kbv_export);
 
 // Reads a baseline timing file; entries without a positive "mean" are skipped (upstream writes
 // null for problems whose baseline failed). The error names the file and what is wrong.
