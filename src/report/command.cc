@@ -311,6 +311,7 @@ Outcome import_command(const ImportOptions& options, const Notify& notify) {
   for (const auto& b : baselines) {
     FileText t = read_file(b.path);
     baseline_hashes += b.name + ":" + sha256_hex(t.text) + ";";
+    info(notify, fmt::format("baseline {} from {}: measured {}", b.name, b.path.string(), b.label));
   }
   int total = 0;
   for (const auto& f : files) {

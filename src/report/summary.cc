@@ -306,13 +306,15 @@ RunSummary summarize(const std::string& name, const std::vector<Record>& records
   // Problems out of the denominator: their records are not scored, and the report lists them.
   for (const auto& e : exclusions) {
     if (!sample_ids.count(e.level)) continue;
-    run.excluded.push_back(e);
-    for (auto it = by_slot.lower_bound({e.level, e.id, INT_MIN}); it != by_slot.end() && std::get<0>(it->first) == e.level &&
-                                                                   std::get<1>(it->first) == e.id;) {
-      if (run.excluded.back().name.empty()) run.excluded.back().name = it->second.problem;
+    Exclusion& x = run.excluded.emplace_back(e);
+    auto it = by_slot.lower_bound({e.level, e.id, INT_MIN});
+    while (it != by_slot.end() && std::get<0>(it->first) == e.level && std::get<1>(it->first) == e.id) {
+      if (x.name.empty()) x.name = it->second.problem;
       it = by_slot.erase(it);
       ++run.excluded_records;
     }
+    for (const auto& p : problems)  // no record names it: the dataset does
+      if (x.name.empty() && p.level == e.level && p.id == e.id) x.name = p.name;
   }
   auto is_excluded = [&](int level, int id) {
     return std::any_of(run.excluded.begin(), run.excluded.end(),

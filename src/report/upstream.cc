@@ -148,16 +148,15 @@ std::pair<std::string, fs::path> parse_baseline_arg(const std::string& arg) {
 }
 
 std::string baseline_file_label(const std::string& name, const fs::path& path, bool kbv_export) {
-  if (kbv_export) return native_baseline_label(name) + " (kbv baseline --export)";
+  if (kbv_export) return native_baseline_label(name);
   std::string file = path.filename().string();
   for (char& c : file) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::string from = " (upstream baseline file " + path.filename().string() + ")";
-  if (file.find("bf16") != std::string::npos) return "BF16 under PyTorch defaults" + from;
-  if (file.find("fp16") != std::string::npos) return "FP16 under PyTorch defaults" + from;
-  if (name == "tf32") return "TF32 matmuls and convolutions" + from;
-  if (name == "compile") return "torch.compile, FP32 matmuls, TF32 convolutions (PyTorch defaults)" + from;
-  if (name == "fp32") return "FP32 matmuls, TF32 convolutions (PyTorch defaults: cuDNN allow_tf32 on)" + from;
-  return name + from;
+  if (file.find("bf16") != std::string::npos) return "BF16 (PyTorch defaults)";
+  if (file.find("fp16") != std::string::npos) return "FP16 (PyTorch defaults)";
+  if (name == "tf32") return "TF32 matmuls and convolutions";
+  if (name == "compile") return "torch.compile (PyTorch defaults: TF32 convolutions)";
+  if (name == "fp32") return "FP32 matmuls, TF32 convolutions (PyTorch defaults)";
+  return name;
 }
 
 std::optional<BaselineTimes> read_baseline_file(const fs::path& path, const std::string& name, std::string& error) {
