@@ -24,5 +24,6 @@ Command add_import_command(CLI::App& app);          // report_command.cc
 Command add_export_command(CLI::App& app);          // report_command.cc
 Command add_lint_command(CLI::App& app);            // lint_command.cc
 Command add_baseline_command(CLI::App& app);        // baseline_command.cc
+Command add_protocols_command(CLI::App& app);       // protocols_command.cc
 
 }  // namespace kbv::cli

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   commands.push_back(kbv::cli::add_lint_command(app));
   commands.push_back(kbv::cli::add_lint_problems_command(app));
   commands.push_back(kbv::cli::add_baseline_command(app));
+  commands.push_back(kbv::cli::add_protocols_command(app));
   auto serve = kbv::cli::add_serve_command(app);
   commands.push_back({serve->app, serve->run});
   auto worker = kbv::cli::add_worker_command(app, kbv::cli::worker_hooks());

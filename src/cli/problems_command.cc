@@ -10,6 +10,7 @@
 #include "cli/common_flags.h"
 #include "cli/output.h"
 #include "cli/parse.h"
+#include "protocol/registry.h"
 #include "supervisor/problem_lint.h"
 #include "supervisor/problem_list.h"
 #include "util/fs.h"
@@ -76,8 +77,10 @@ Command add_lint_problems_command(CLI::App& app) {
   lint_problems->add_option("--jobs", s->options.jobs, "problems linted at once")->capture_default_str();
   lint_problems->add_option("--device", lp_flags.device, "cuda or cpu (default: cuda when a GPU is visible)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
-  lint_problems->add_option("--protocol", lp_flags.protocol, "kbv or kernelbench: its tolerance and distributions")
-      ->check(CLI::IsMember({"kbv", "kernelbench"}));
+  lint_problems->add_option("--protocol", lp_flags.protocol,
+                            "a protocol's tolerance and distributions (kbv, kernelbench-paper, kernelbench-main, "
+                            "kernelbench-verified; kernelbench = kernelbench-paper)")
+      ->check(CLI::IsMember(kbv::protocol_names()));
   lint_problems->add_option("--precision", lp_flags.precision,
                             "fp32, bf16 or fp16: lint the reference in that precision (fp16 flags overflow)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))

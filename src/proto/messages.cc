@@ -69,6 +69,7 @@ KBV_FIELDS(LoadRequest) {
   v("seed", m.seed);
   v("init_inputs", m.init_inputs);
   v("cpu_threads", m.cpu_threads);
+  v("reference_precision", m.reference_precision);
 }
 KBV_FIELDS(LoadProblemReply) {
   v("init_inputs", m.init_inputs);
@@ -89,6 +90,10 @@ KBV_FIELDS(InputsRequest) {
   v("scale", m.scale);
   v("input_draw", m.input_draw);
   fields(v, m.tolerance);
+  v("draws_before", m.draws_before);
+  v("replace", m.replace);
+  v("replace_arg", m.replace_arg);
+  v("cast_integer_inputs", m.cast_integer_inputs);
 }
 KBV_FIELDS(InputsReply) {
   v("args", m.args);

@@ -71,6 +71,7 @@ struct LoadRequest {
   int64_t seed = 42;  // torch.manual_seed before get_init_inputs() and the constructor
   std::optional<nlohmann::json> init_inputs;  // candidate (required there): the reference's wire values
   int cpu_threads = 0;  // CPU: ATen's intra-op threads from the load on (the thread budget; 0: as they are)
+  std::string reference_precision = "fp32-strict";  // reference: "fp32-strict" | "torch-default" (cuDNN TF32 on)
 };
 struct LoadProblemReply {
   nlohmann::json init_inputs = nlohmann::json::array();  // wire values (worker/python.h to_wire)
@@ -108,6 +109,10 @@ struct InputsRequest {
   double scale = 1.0;
   std::string input_draw = "host";  // "host" | "device"
   WireTolerance tolerance;          // below fp32: for reference_error (fallback 1e-2)
+  int draws_before = 0;             // get_inputs() draws discarded after seeding (protocol/hidden.h)
+  std::string replace;              // "" | "alternating-pm1": argument replace_arg replaced (protocol/hidden.h)
+  int replace_arg = 1;
+  bool cast_integer_inputs = false;  // every tensor to the precision's dtype, as upstream casts
 };
 struct InputsReply {
   nlohmann::json args = nlohmann::json::array();  // wire values, tensors as shared handles (worker/transfer.h)

@@ -29,7 +29,8 @@ void add_unique(std::vector<std::string>& list, const std::string& item) {
 void native_gates(const Record& record, SampleView& v) {
   const RecordProtocol& protocol = record.protocol;
   const std::string name = protocol.name.value_or("kbv");
-  if (name == "kernelbench") {  // upstream's check only: D1 at 1e-2, no hidden distributions
+  // upstream's check only (D1, no hidden distributions); kernelbench is kernelbench-paper's old name
+  if (name == "kernelbench" || name == "kernelbench-paper" || name == "kernelbench-main") {
     v.standard = v.verdict == "correct";
     return;
   }

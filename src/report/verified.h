@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/registry.h"
 #include "report/metrics.h"
 
 namespace kbv {
@@ -17,7 +18,7 @@ struct RunSummary;
 
 // The protocol name (record.protocol.name) whose reports take KernelBench-Verified's shape and
 // denominator. Everything here keys on it through this one function.
-inline constexpr const char* kVerifiedProtocolName = "kernelbench-verified";
+inline constexpr const char* kVerifiedProtocolName = kProtocolKernelbenchVerified;
 bool is_verified_protocol(const std::string& protocol_name);
 
 // A problem left out of the denominator, and why.

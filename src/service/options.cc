@@ -7,6 +7,7 @@
 
 #include "lint/finding.h"
 #include "measure/measure.h"
+#include "protocol/registry.h"
 #include "supervisor/precision.h"
 
 namespace kbv::service {
@@ -71,7 +72,7 @@ std::string check_one(const std::string& key, const json& v, const OptionLimits&
     e = member(v, {"cuda", "cpu"}, s);
     if (e.empty()) canonical[key] = s;
   } else if (key == "protocol") {
-    e = member(v, {"kbv", "kernelbench"}, s);
+    e = member(v, protocol_names(), s);
     if (e.empty()) canonical[key] = s;
   } else if (key == "policy") {
     e = member(v, {"strict", "lenient"}, s);
@@ -181,7 +182,9 @@ std::string apply_options(const json& c, EvalOptions& o) {
   if (!c.is_object()) return "options: expected an object, got " + shown(c);
   try {
     std::string protocol = c.value("protocol", "kbv");
-    o.protocol = protocol == "kernelbench" ? kernelbench_protocol() : Protocol{};
+    auto named = protocol_by_name(protocol);
+    if (auto* m = std::get_if<std::string>(&named)) return "options.protocol: " + *m;
+    o.protocol = std::get<Protocol>(named);
     if (c.contains("trials")) o.protocol.trials = c["trials"].get<int>();
     set_precision(o.protocol, c.value("precision", "fp32"));
     if (c.contains("tolerance")) o.protocol.atol = o.protocol.rtol = o.protocol.rel_l2 = c["tolerance"].get<double>();
@@ -194,7 +197,8 @@ std::string apply_options(const json& c, EvalOptions& o) {
     if (c.contains("time_cap")) o.protocol.timing.rule.time_cap_s = c["time_cap"].get<double>();
     int sets = c.contains("timing_sets") ? c["timing_sets"].get<int>() : -1;
     if (sets > 0) o.protocol.timing.sets = sets;
-    o.protocol.timing.fresh = c.contains("timing_inputs") ? c["timing_inputs"] == "fresh" : sets <= 0;
+    if (c.contains("timing_inputs")) o.protocol.timing.fresh = c["timing_inputs"] == "fresh";
+    else if (sets > 0) o.protocol.timing.fresh = false;
     if (c.contains("flush_bytes")) o.protocol.timing.flush_bytes = c["flush_bytes"].get<uint64_t>();
     if (c.contains("launch_hold_us")) o.protocol.timing.launch_hold_us = c["launch_hold_us"].get<double>();
     if (c.contains("cpu_threads")) o.protocol.timing.cpu_threads = c["cpu_threads"].get<int>();

@@ -71,7 +71,7 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   if (!undecided.empty()) {
     out.details["undecided"] = undecided;
     out.findings.push_back(make_finding(
-        "audit_undecided", p.name == "kernelbench" ? "warn" : "reject",
+        "audit_undecided", p.extra_checks,
         undecided + ", twice: an audit that cannot decide is not a pass (what ran could not be attributed)",
         "CPU sampling of the audited calls (audit.undecided)", "T23"));
   }

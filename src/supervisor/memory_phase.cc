@@ -34,7 +34,9 @@ std::optional<Finding> merge_compute(Record& record, const json& compute, bool u
   Finding finding = Finding::from_json(found);
   if (upstream) {
     finding.severity = "warn";
-    finding.message += " (a warning: --protocol kernelbench reproduces upstream, which has no runtime audits)";
+    finding.message +=
+        " (a warning: --protocol kernelbench and the other upstream protocols reproduce upstream, which has no "
+        "runtime audits)";
   }
   return finding;
 }
@@ -63,7 +65,7 @@ void measure_phase(Record& record, WorkerProcess& cand, WorkerProcess& ref, cons
     } else {
       candidate = measured->memory;
       if (measured->compute) {
-        if (auto finding = merge_compute(record, *measured->compute, options.protocol.name == "kernelbench"))
+        if (auto finding = merge_compute(record, *measured->compute, options.protocol.extra_checks == "warn"))
           record.findings.push_back(*finding);
       }
     }

@@ -994,7 +994,7 @@ void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, 
   } catch (const json::exception& e) {
     record.timing = Timing{};
     record.timing->error = std::string("malformed timing reply: ") + e.what();
-    record.findings.push_back(make_finding("timing_mismatch", options.protocol.name == "kernelbench" ? "warn" : "reject",
+    record.findings.push_back(make_finding("timing_mismatch", options.protocol.extra_checks,
                                          std::string("the candidate worker's timing reply is malformed (") + e.what() +
                                              "): the reporting channel was tampered with",
                                          "timing reply", "T14"));
@@ -1005,8 +1005,8 @@ void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, 
 
 void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                           WorkerProcess& reference, WorkerProcess& candidate) {
-  // --protocol kernelbench reproduces upstream, which has none of these checks: they only warn.
-  const std::string reject = options.protocol.name == "kernelbench" ? "warn" : "reject";
+  // The upstream protocols reproduce upstream, which has none of these checks: they only warn.
+  const std::string reject = options.protocol.extra_checks;
   json timing = json::object();
   auto give_up = [&](const std::string& why) {
     timing["error"] = why;

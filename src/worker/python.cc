@@ -86,7 +86,8 @@ void set_matmul_precision(const std::string& mode) {
   bool tf32 = mode == "tf32";
   torch.attr("set_float32_matmul_precision")(tf32 ? "high" : "highest");
   torch.attr("backends").attr("cuda").attr("matmul").attr("allow_tf32") = tf32;
-  torch.attr("backends").attr("cudnn").attr("allow_tf32") = tf32;
+  // "torch-default": PyTorch's own defaults, matmuls in FP32 and cuDNN convolutions in TF32.
+  torch.attr("backends").attr("cudnn").attr("allow_tf32") = tf32 || mode == "torch-default";
 }
 
 json to_wire(py::handle value, TransferSet& transfers, const std::string& what) {

@@ -38,7 +38,8 @@ pybind11::object exec_source(const std::string& code, const std::string& filenam
 // anything compiles (kind needs_cuda, worker/build_role.cc).
 void guard_cuda_sources(const std::string& device);
 
-// "fp32": strict (no TF32 anywhere); "tf32": matmul precision 'high' and cuDNN TF32 on.
+// "fp32": strict (no TF32 anywhere); "tf32": matmul precision 'high' and cuDNN TF32 on;
+// "torch-default": PyTorch's defaults (matmul FP32, cuDNN TF32 on).
 void set_matmul_precision(const std::string& mode);
 
 // Plain values (ints, floats, strings, None, lists of them) as wire values; tensors as handles.

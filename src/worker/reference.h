@@ -30,7 +30,9 @@ OpTable reference_ops(ReferenceState& s);
 bool draws_on_device(const ReferenceState& s, const std::string& input_draw);
 // One get_inputs() draw after torch.manual_seed(seed). `on_device`: torch.rand & co. inside
 // get_inputs() allocate on the GPU (a torch.device("cuda") context): no host draw, no copy.
-pybind11::list draw_inputs(ReferenceState& s, uint64_t seed, bool on_device);
+// `draws_before`: get_inputs() calls made and discarded after seeding, so the draw returned is the
+// stream's next one (KernelBench-Verified's hidden configs: protocol/hidden.h).
+pybind11::list draw_inputs(ReferenceState& s, uint64_t seed, bool on_device, int draws_before = 0);
 // The reference Model's outputs on `args`, detached: plain tensors, else a problem_error naming
 // what the reference returned.
 std::vector<at::Tensor> reference_outputs(ReferenceState& s, const std::vector<pybind11::object>& args,

@@ -395,11 +395,66 @@ TEST(Eval, KernelBenchProtocolLetsTheMiragePass) {
                         dir / "r.json");
     ASSERT_EQ(o.code, 0) << o.output;
     EXPECT_EQ(o.record["verdict"], "correct") << s << ": " << o.record["message"];
-    EXPECT_EQ(o.record["protocol"]["name"], "kernelbench");
+    EXPECT_EQ(o.record["protocol"]["name"], "kernelbench-paper") << "kernelbench is the paper protocol's alias";
     EXPECT_EQ(o.record["protocol"]["atol"], 1e-2);
     EXPECT_EQ(o.record["distributions"].size(), 5u) << "5 trials of D1 only";
     EXPECT_EQ(o.record["metadata"]["correctness_trials"], "(5 / 5)");
   }
+}
+
+// --protocol kernelbench-verified: the 5 standard trials from seed 42 pass an identity "ReLU" (its
+// inputs are positive), then the hidden configs, drawn from the last trial's stream, catch it at D4
+// (x-1), as KernelBench-Verified does. The record carries the protocol's knobs and upstream's labels.
+TEST(Eval, KernelBenchVerifiedProtocolRunsTheHiddenConfigs) {
+  fs::path dir = temp_dir("kernelbench_verified_protocol");
+  const std::string problem = (kSource / "problems/level1/19_ReLU.py").string();
+  Outcome honest = run_kbv({"eval", "--problem", problem, "--solution",
+                            (kSource / "examples/level1/19_ReLU/cpu_honest.py").string(), "--device", "cpu",
+                            "--protocol", "kernelbench-verified", "--timing", "off", "--json",
+                            (dir / "honest.json").string()},
+                           dir / "honest.json");
+  ASSERT_EQ(honest.code, 0) << honest.output;
+  const json& r = honest.record;
+  EXPECT_EQ(r["verdict"], "correct") << r["message"];
+  const json& p = r["protocol"];
+  EXPECT_EQ(p["name"], "kernelbench-verified");
+  EXPECT_EQ(p["version"], "3fdf6fe");
+  EXPECT_EQ(p["atol"], 1e-3);
+  EXPECT_EQ(p["rtol"], 1e-3);
+  EXPECT_TRUE(p["rel_l2"].is_null());
+  EXPECT_EQ(p["hidden_configs"], "kernelbench-verified");
+  EXPECT_EQ(p["hidden_reference_failure_passes"], true);
+  EXPECT_EQ(p["cast_integer_inputs"], true);
+  EXPECT_EQ(p["reference_precision"], "torch-default");
+  EXPECT_EQ(p["runtime_audit"], "none");
+  EXPECT_EQ(p["seed_policy"], "kernelbench (trial seeds drawn from seed 42)");
+  ASSERT_EQ(r["distributions"].size(), 9u) << "5 standard trials, then D1..D4";
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(r["distributions"][i]["distribution"], "D1");
+  const json last_seed = r["distributions"][4]["seed"];
+  ASSERT_TRUE(last_seed.is_number());
+  for (int i = 0; i < 4; ++i) {
+    const json& h = r["distributions"][5 + i];
+    EXPECT_EQ(h["trial"], 5);
+    EXPECT_EQ(h["distribution"], std::string("D") + std::to_string(i + 1));
+    EXPECT_EQ(h["hidden_config"], "config_" + std::to_string(i + 1));
+    EXPECT_EQ(h["draws_before"], i);
+    EXPECT_EQ(h["seed"], last_seed) << "hidden configs continue the last trial's stream";
+    EXPECT_EQ(h["passed"], true);
+  }
+  EXPECT_EQ(r["metadata"]["correctness_trials"], "(9 / 9)");
+
+  Outcome identity = run_kbv({"eval", "--problem", problem, "--solution",
+                              (kSource / "examples/level1/19_ReLU/cpu_identity.py").string(), "--device", "cpu",
+                              "--protocol", "kernelbench-verified", "--timing", "off", "--json",
+                              (dir / "identity.json").string()},
+                             dir / "identity.json");
+  ASSERT_EQ(identity.code, 0) << identity.output;
+  const json& w = identity.record;
+  EXPECT_EQ(w["verdict"], "wrong_output");
+  ASSERT_EQ(w["distributions"].size(), 9u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(w["distributions"][i]["passed"], true) << i;
+  EXPECT_EQ(w["distributions"][8]["passed"], false) << "D4 (x-1): relu(-x) is not -x";
+  EXPECT_NE(w["message"].get<std::string>().find("hidden config_4 D4"), std::string::npos) << w["message"];
 }
 
 // Ctrl-C: the run stops, says where it stands, and what was stored stays stored.

@@ -115,7 +115,7 @@ TEST(ServiceOptions, AppliedAsKbvEvalAppliesItsFlags) {
   Protocol expected = kernelbench_protocol();
   expected.trials = 2;
   set_precision(expected, "bf16");
-  EXPECT_EQ(o.protocol.name, "kernelbench");
+  EXPECT_EQ(o.protocol.name, "kernelbench-paper");  // the alias kernelbench names the paper's protocol
   EXPECT_EQ(o.protocol.trials, 2);
   EXPECT_EQ(o.protocol.precision, "bf16");
   EXPECT_EQ(o.protocol.atol, expected.atol);

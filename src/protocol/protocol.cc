@@ -1,4 +1,4 @@
-#include "supervisor/verdict.h"
+#include "protocol/protocol.h"
 
 #include <sys/random.h>
 
@@ -10,8 +10,13 @@ msg::WireTolerance Protocol::wire_tolerance() const { return msg::WireTolerance{
 
 nlohmann::json Protocol::to_json() const {
   nlohmann::json dists = nlohmann::json::array();
-  for (const auto& d : distributions) dists.push_back({{"name", d.name}, {"scale", d.scale}});
+  for (const auto& d : distributions) {
+    nlohmann::json e = {{"name", d.name}, {"scale", d.scale}};
+    if (!d.replace.empty()) e["replace"] = {{"arg", d.replace_arg}, {"with", d.replace}};
+    dists.push_back(e);
+  }
   nlohmann::json j = {{"name", name},
+                      {"version", version},
                       {"trials", trials},
                       {"distributions", dists},
                       {"atol", atol},
@@ -24,26 +29,17 @@ nlohmann::json Protocol::to_json() const {
                       {"policy", policy_name(policy)},
                       {"timing", timing.to_json()},
                       {"flaky_reruns", flaky_reruns},
-                      {"runtime_audit", "kbv-audit-1"}};  // docs/POLICY.md, "Runtime audits"
-  if (name == "kernelbench")
+                      {"runtime_audit", runtime_audit ? "kbv-audit-1" : "none"},  // docs/POLICY.md
+                      {"hidden_configs", hidden_configs},
+                      {"hidden_reference_failure_passes", hidden_reference_failure_passes},
+                      {"cast_integer_inputs", cast_integer_inputs},
+                      {"extra_checks", extra_checks}};
+  if (trial_seeds == "kernelbench")
     j["seed_policy"] = "kernelbench (trial seeds drawn from seed 42)";
   else
     j["seed_policy"] = seed ? "fixed" : "secret";
   if (seed) j["seed"] = *seed;
   return j;
-}
-
-Protocol kernelbench_protocol() {
-  Protocol p;
-  p.name = "kernelbench";
-  p.trials = 5;
-  p.distributions = {{"D1", 1.0}};
-  p.atol = p.rtol = 1e-2;
-  p.use_rel_l2 = false;
-  p.input_draw = "host";
-  p.timing.pairs = 0;  // upstream times the candidate once and the baseline apart
-  p.flaky_reruns = 0;  // upstream has no re-runs
-  return p;
 }
 
 std::string protocol_hash(const Protocol& protocol, const nlohmann::json& environment) {
