@@ -126,6 +126,11 @@ SampleView view_of(const Record& record) {
         v.speedup[baseline] = *s;
         if (auto ci = speedup_interval(*record.timing, baseline)) v.speedup_ci95[baseline] = *ci;
         v.calls[baseline] = speedup_call(*record.timing, baseline);
+        auto base = record.timing->baselines.value_or(nlohmann::json::object());
+        if (record.timing->candidate && base.contains(baseline) && base[baseline].is_object())
+          if (auto cm = positive(record.timing->candidate->mean_ms))
+            if (auto bm = base[baseline].find("mean_ms"); bm != base[baseline].end() && bm->is_number())
+              if (auto b = positive(bm->get<double>())) v.mean_speedup[baseline] = *b / *cm;
       }
     if (auto s = positive(record.timing->speed_of_light)) v.speed_of_light = *s;
   }

@@ -113,8 +113,10 @@ Winner winner_of(const std::vector<const SampleView*>& samples, Gate gate, const
   Winner w;
   for (const SampleView* v : samples) {  // in sample-id order: a tie keeps the first, as upstream's strict >
     if (!v->passes(gate)) continue;
-    auto s = v->speedup.find(baseline);
-    if (s == v->speedup.end()) {
+    // upstream divides means: a record's mean ratio where it has one, else its speedup
+    const auto& ratios = v->mean_speedup.count(baseline) ? v->mean_speedup : v->speedup;
+    auto s = ratios.find(baseline);
+    if (s == ratios.end()) {
       w.correct_untimed = true;
       continue;
     }

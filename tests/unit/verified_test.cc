@@ -192,6 +192,20 @@ TEST(VerifiedTable, BestOfNAsUpstreamComputesIt) {
   EXPECT_DOUBLE_EQ(all.fast_p[kFast1], 0.4);
 }
 
+TEST(VerifiedTable, NativeRecordsCompareMeansAsUpstreamDoes) {
+  // A native record's speedup is a ratio of medians; upstream divides the baseline's mean by the
+  // candidate's mean. Where the record has both means, the verified table uses their ratio.
+  json a = rec(1, 1, 0, true, 2.0);  // median ratio 2.0
+  a["timing"]["candidate"] = {{"median_ms", 1.0}, {"mean_ms", 1.2}};
+  a["timing"]["baselines"] = {{"tf32", {{"median_ms", 2.0}, {"mean_ms", 1.8}}}};  // mean ratio 1.5
+  json b = rec(1, 2, 0, true, 3.0);  // no means: its speedup
+  RunSummary run = summarize("r", typed({a, b}), {}, "tf32", FastPMode::point);
+  EXPECT_DOUBLE_EQ(run.samples.at(0).speedup.at("tf32"), 2.0) << "kbv's own tables keep the median ratio";
+  VerifiedTable t = verified_table(run);
+  ASSERT_TRUE(t.scopes[0].speedup);
+  EXPECT_NEAR(*t.scopes[0].speedup, std::sqrt(1.5 * 3.0), 1e-12);
+}
+
 TEST(VerifiedTable, StandardGateWithoutHiddenAndNoneWithoutWinners) {
   json r = rec(1, 1, 0, false, 2.0, -1, "kernelbench");
   r["protocol"]["distributions"] = json::array({{{"name", "D1"}, {"scale", 1.0}}});
