@@ -8,10 +8,10 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/parse.h"
-#include "protocol/registry.h"
-#include "supervisor/precision.h"
+#include "supervisor/option_table.h"
 #include "supervisor/timing_phase.h"
 
 namespace kbv::cli {
@@ -24,122 +24,98 @@ fs::path default_cache_dir() {
   return fs::temp_directory_path() / "kbv-cache";
 }
 
+CommonFlags::CommonFlags() {
+  for (const auto& opt : kbv::eval_option_table()) values[opt.name] = opt.fill;
+}
+
+std::string CommonFlags::value(const std::string& name) const {
+  auto it = values.find(name);
+  return it == values.end() ? std::string() : it->second;
+}
+
+namespace {
+
+// The table's own rules as a CLI11 check, so a flag and a serve option refuse the same values
+// with the same words ("--trials: must be greater than 0, got 0").
+CLI::Validator table_check(const kbv::EvalOption& opt) {
+  std::string shown;  // what --help shows after the type: "INT:[1 - 1024]"
+  const auto low = static_cast<int64_t>(opt.low), high = static_cast<int64_t>(opt.high);
+  switch (opt.kind) {
+    case kbv::OptionKind::choice: shown = fmt::format("{{{}}}", fmt::join(opt.choices, ",")); break;
+    case kbv::OptionKind::list: shown = fmt::format("{{{}}},...", fmt::join(opt.choices, ",")); break;
+    case kbv::OptionKind::whole: shown = fmt::format("[{} - {}]", low, high); break;
+    case kbv::OptionKind::positive: shown = "POSITIVE"; break;
+    case kbv::OptionKind::range: shown = fmt::format("[{:g} - {:g}]", opt.low, opt.high); break;
+    case kbv::OptionKind::seed: break;
+  }
+  return CLI::Validator(
+      [&opt](std::string& text) -> std::string {
+        nlohmann::json canonical;
+        return kbv::parse_option_text(opt, text, canonical);
+      },
+      shown);
+}
+
+}  // namespace
+
 void CommonFlags::add(CLI::App* app) {
-  app->add_option("--fast-build", fast_build,
-                  "compile candidates with a precompiled torch/extension.h and lld (same machine code; "
-                  "DESIGN.md, The compile step); off: as load_inline alone compiles")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
+  for (const auto& opt : kbv::eval_option_table()) {
+    CLI::Option* o = app->add_option(opt.flag(), values[opt.name], opt.help)->check(table_check(opt));
+    switch (opt.kind) {
+      case kbv::OptionKind::whole: o->type_name("INT"); break;
+      case kbv::OptionKind::seed: o->type_name("UINT"); break;
+      case kbv::OptionKind::positive:
+      case kbv::OptionKind::range: o->type_name("FLOAT"); break;
+      case kbv::OptionKind::choice:
+      case kbv::OptionKind::list: break;
+    }
+    if (!opt.fill.empty()) o->capture_default_str();
+  }
   app->add_option("--sandbox", sandbox,
                   "confinement of the workers that run candidate code (DESIGN.md, Sandbox): strict (refuse to run "
                   "when a layer cannot be applied), best-effort (what is available, recorded) or off")
       ->check(CLI::IsMember({"strict", "best-effort", "off"}))
       ->capture_default_str();
-  app->add_option("--timing", timing, "time correct candidates and baselines (docs/TIMING.md)")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
-  app->add_option("--rse", rse, "stop sampling at this relative standard error (default 0.005)")
-      ->check(kbv::cli::kPositive);
-  app->add_option("--time-cap", time_cap, "seconds of sampling per timed callable at most (default 1)")
-      ->check(kbv::cli::kPositive);
-  app->add_option("--timing-inputs", timing_inputs,
-                  "fresh (a new get_inputs() draw before every timed call, recomputed by the reference for spot "
-                  "checks: no cache keyed on pointer, shape or content gains) or sets (--timing-sets input sets "
-                  "cycled through); default fresh, sets when --timing-sets is given")
-      ->check(CLI::IsMember({"fresh", "sets"}));
-  app->add_option("--timing-sets", timing_sets, "input sets cycled through while timing with --timing-inputs sets "
-                                                "(default 4)")
-      ->check(kbv::cli::kPositive);
-  app->add_option("--flush-bytes", flush_bytes, "bytes written to flush the caches before each sample (default: "
-                                                "2 x L2 on a GPU, 2 x L3 up to 64 MiB on the CPU; 1: no flush)")
-      ->check(kbv::cli::kPositive);
-  app->add_option("--launch-hold-us", launch_hold_us,
-                  fmt::format("GPU: microseconds the calling stream is held before each sample's start event, so the "
-                              "host's launch is queued when the interval begins (default {:g}; 0: no hold; at most "
-                              "{:g})",
-                              kbv::kDefaultLaunchHoldUs, kbv::kMaxLaunchHoldUs))
-      ->check(CLI::Range(0.0, kbv::kMaxLaunchHoldUs));
-  app->add_option("--timing-pairs", timing_pairs,
-                  fmt::format("paired rounds: each round times every baseline and the candidate in alternating "
-                              "blocks (ABBA), the speedup and its 95% interval come from the rounds (default {} "
-                              "with --protocol kbv, 0 with the kernelbench-* protocols; 0: candidate once, then cached baselines; at "
-                              "most {})",
-                              kbv::kDefaultTimingPairs, kbv::kMaxTimingPairs))
-      ->check(CLI::Range(0, kbv::kMaxTimingPairs));
-  app->add_option("--cpu-threads", cpu_threads,
-                  fmt::format("CPU: threads for the candidate and the baselines alike, both pinned to the same set of "
-                              "that many CPUs, picked by kbv (default {}; 0: every CPU kbv may run on; docs/TIMING.md)",
-                              kbv::kDefaultCpuThreads))
-      ->check(CLI::Range(0, 4096));
-  app->add_option("--baselines", baselines, "baselines to time: tf32,fp32[,compile] (default tf32,fp32)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"tf32", "fp32", "compile"}));
-  app->add_option("--device", device, "cuda or cpu (default: cuda when a GPU is visible)")
-      ->check(CLI::IsMember({"cuda", "cpu"}));
-  app->add_option("--protocol", protocol,
-                  "kbv (kbv's own: 4 hidden distributions, 1e-3 and a relative-L2 floor, audits), kernelbench-paper "
-                  "(the original paper: 1e-2), kernelbench-main (KernelBench main: 1e-4), kernelbench-verified "
-                  "(KernelBench-Verified: 1e-3 and hidden configs); kernelbench = kernelbench-paper "
-                  "(docs/PROTOCOLS.md)")
-      ->check(CLI::IsMember(kbv::protocol_names()));
-  app->add_option("--policy", policy,
-                  "strict (a cheating finding of the static analysis rejects, the candidate never runs) or "
-                  "lenient (findings are warnings, as upstream: docs/POLICY.md)")
-      ->check(CLI::IsMember({"strict", "lenient"}))
-      ->capture_default_str();
-  app->add_option("--precision", precision,
-                  "fp32, bf16 or fp16: the model and floating inputs cast to it, tolerance 1e-3 (fp32) or 1e-2 "
-                  "(docs/PRECISION.md)")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
-      ->capture_default_str();
-  app->add_option("--trials", trials, "correctness trials (each over every distribution)")->check(kbv::cli::kPositive);
-  app->add_option("--flaky-reruns", flaky_reruns,
-                  "identical re-runs (same seed and inputs) of the first failed check: one that passes makes the "
-                  "verdict flaky, not wrong_output (default 2; 0 under the kernelbench-* protocols; at most 100)")
-      ->check(CLI::Range(0, 100));
-  app->add_option("--tolerance", tolerance, "atol = rtol = relative-L2 tolerance (default: the precision's)")
-      ->check(kbv::cli::kPositive);
-  app->add_option("--seed", seed, "fixed master seed (default: secret seeds from the OS)");
   app->add_option("--python", python, "Python with torch 2.11 for the workers (default: KBV_PYTHON or the build's)");
   app->add_option("--cache-dir", cache_dir, "build cache and worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");
-  app->add_option("--timeout-build", timeouts.build_s, "seconds to compile a candidate")
-      ->capture_default_str()
-      ->check(kbv::cli::kPositive);
-  app->add_option("--timeout-load", timeouts.load_s, "seconds to load a problem or construct ModelNew")
-      ->capture_default_str()
-      ->check(kbv::cli::kPositive);
-  app->add_option("--timeout-call", timeouts.call_s, "seconds for one forward call")
-      ->capture_default_str()
-      ->check(kbv::cli::kPositive);
+  // The rules between options (--timing-sets only with --timing-inputs sets), as kbv serve's.
+  app->parse_complete_callback([this] {
+    std::string error;
+    if (canonical_options(error).is_null()) throw CLI::ValidationError(error);
+  });
+}
+
+nlohmann::json CommonFlags::canonical_options(std::string& error) const {
+  nlohmann::json c = nlohmann::json::object();
+  for (const auto& opt : kbv::eval_option_table()) {
+    const std::string text = value(opt.name);
+    if (text.empty()) continue;
+    nlohmann::json canonical;
+    if (std::string e = kbv::parse_option_text(opt, text, canonical); !e.empty()) {
+      error = opt.flag() + ": " + e;
+      return nullptr;
+    }
+    c[opt.name] = std::move(canonical);
+  }
+  if (std::optional<kbv::OptionError> e = kbv::finish_eval_options(c)) {
+    error = fmt::format("{}: {}", kbv::find_eval_option(e->key)->flag(), e->message);
+    return nullptr;
+  }
+  return c;
 }
 
 kbv::EvalOptions CommonFlags::options() const {
   kbv::EvalOptions o;
-  o.protocol = std::get<kbv::Protocol>(kbv::protocol_by_name(protocol));  // a name --protocol's check accepted
-  if (trials > 0) o.protocol.trials = trials;
-  if (flaky_reruns >= 0) o.protocol.flaky_reruns = flaky_reruns;
-  kbv::set_precision(o.protocol, precision);
-  if (tolerance > 0) o.protocol.atol = o.protocol.rtol = o.protocol.rel_l2 = tolerance;
-  o.protocol.seed = seed;
-  o.protocol.policy = *kbv::parse_policy(policy);
-  o.protocol.timing.enabled = timing == "on";
-  if (rse > 0) o.protocol.timing.rule.rse_target = rse;
-  if (time_cap > 0) o.protocol.timing.rule.time_cap_s = time_cap;
-  if (timing_sets > 0) o.protocol.timing.sets = timing_sets;
-  if (!timing_inputs.empty()) o.protocol.timing.fresh = timing_inputs == "fresh";
-  else if (timing_sets > 0) o.protocol.timing.fresh = false;
-  if (flush_bytes > 0) o.protocol.timing.flush_bytes = static_cast<uint64_t>(flush_bytes);
-  if (launch_hold_us >= 0) o.protocol.timing.launch_hold_us = launch_hold_us;
-  if (cpu_threads >= 0) o.protocol.timing.cpu_threads = cpu_threads;
-  if (!baselines.empty()) o.protocol.timing.baselines = baselines;
-  if (timing_pairs >= 0) o.protocol.timing.pairs = timing_pairs;
-  o.device = device;
   o.timeouts = timeouts;
+  // The flags' values passed the table's own check when they were parsed (table_check); a
+  // command that binds an option to a flag of its own checks it with the same rule.
+  std::string error;
+  nlohmann::json c = canonical_options(error);
+  if (c.is_object()) kbv::apply_eval_options(c, o);
   o.cache_dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
   o.worker = kbv::default_worker_config(python);
   o.worker.log_dir = o.cache_dir / "logs";
   o.worker.sandbox = *kbv::sandbox::parse_mode(sandbox);
-  o.fast_build = fast_build == "on";
   return o;
 }
 

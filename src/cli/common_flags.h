@@ -1,43 +1,38 @@
 // Flags shared by the commands that evaluate, and the checks every such command makes first.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "supervisor/run.h"
 
 namespace kbv::cli {
 
-// Flags shared by the commands that evaluate.
+// Flags shared by the commands that evaluate: the evaluation options of one table
+// (supervisor/option_table.h, the same as kbv serve's JSON options), and what the host decides.
 struct CommonFlags {
-  std::string device;
+  // Every option of the table, as typed on the command line: its default (a choice's fill) or ""
+  // when not given. Filled at construction, so a reference to an entry stays valid (a command
+  // may bind one of them to a flag of its own, as lint-problems does).
+  std::map<std::string, std::string> values;
   std::string python;
-  std::string protocol = "kbv";
-  std::string policy = "strict";
-  std::string precision = "fp32";
-  int trials = -1;
-  int flaky_reruns = -1;  // -1: the protocol's (2 for kbv, 0 for kernelbench)
-  double tolerance = -1;
-  std::optional<uint64_t> seed;
   std::string cache_dir;
-  kbv::Timeouts timeouts;
-  std::string timing = "on";
-  double rse = -1, time_cap = -1;
-  int timing_sets = -1;
-  std::string timing_inputs;
-  int64_t flush_bytes = -1;
-  double launch_hold_us = -1;
-  int timing_pairs = -1;  // -1: the protocol's
-  int cpu_threads = -1;
-  std::vector<std::string> baselines;
   std::string sandbox = "strict";
-  std::string fast_build = "on";
+  kbv::Timeouts timeouts;  // what --timeout-build/-load/-call do not set (lint-problems' --timeout)
 
+  CommonFlags();
+  // The text of option `name` ("" when not given and without default).
+  std::string value(const std::string& name) const;
   // Adds the flags to `app`.
   void add(CLI::App* app);
+  // The given options, canonical (typed, defaults filled): what kbv serve makes of the same options
+  // as JSON, and a queued job's options. An error names the flag.
+  nlohmann::json canonical_options(std::string& error) const;
   // The evaluation options these flags describe (defaults filled in).
   kbv::EvalOptions options() const;
 };

@@ -13,6 +13,7 @@
 #include "problem/problem.h"
 #include "cli/worker_command.h"
 #include "supervisor/build_stage.h"
+#include "supervisor/queue_run.h"
 #include "supervisor/run.h"
 #include "supervisor/timing_phase.h"
 #include "util/fs.h"
@@ -85,6 +86,27 @@ struct EvalState {
   CLI::App* app = nullptr;
 };
 
+// `kbv eval --problems DIR --run DIR --queue URL`: the samples become jobs, kbv workers evaluate
+// them; the options that travel are the evaluation's (the table's), never the host's.
+int run_through_queue(const EvalState& s, kbv::RunOptions ro) {
+  for (const char* host : {"python", "cache-dir", "sandbox", "gpus", "build-jobs"}) {
+    if (s.app->get_option(std::string("--") + host)->count() == 0) continue;
+    std::fprintf(stderr, "kbv eval: --%s is decided by the kbv workers that evaluate queued jobs (kbv worker --help), "
+                         "not by kbv eval --queue\n", host);
+    return kExitUsage;
+  }
+  kbv::QueueRunOptions qo;
+  qo.run = std::move(ro);
+  qo.queue_url = s.queue;
+  std::string error;
+  qo.job_options = s.flags.canonical_options(error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "kbv eval: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  return finish("kbv eval", kbv::evaluate_run_through_queue(qo, printer("kbv eval")));
+}
+
 int run_eval(const EvalState& s) {
   bool single = !s.problem.empty() || !s.solution.empty();
   bool batch = !s.problems_dir.empty() || !s.run_dir.empty();
@@ -103,11 +125,6 @@ int run_eval(const EvalState& s) {
     if (!s.queue.empty()) return eval_through_queue(*s.app, s.queue, s.problem, s.solution, s.json_out);
     return eval_one(s.flags, s.problem, s.solution, s.json_out);
   }
-  if (!s.queue.empty()) {
-    std::fprintf(stderr, "kbv eval: --queue takes --problem/--solution; a run folder through the queue is not "
-                         "implemented yet (kbv eval --help)\n");
-    return kExitUsage;
-  }
   kbv::RunOptions ro;
   ro.problems_dir = s.problems_dir;
   ro.run_dir = s.run_dir;
@@ -124,6 +141,7 @@ int run_eval(const EvalState& s) {
   }
   ro.build_jobs = s.build_jobs;
   ro.eval = s.flags.options();
+  if (!s.queue.empty()) return run_through_queue(s, std::move(ro));
   if (!sandbox_preflight(ro.eval)) return 2;
   const std::string& gpus = s.gpus;
   for (size_t pos = 0; !gpus.empty() && pos <= gpus.size();) {
@@ -181,8 +199,9 @@ Command add_eval_command(CLI::App& app) {
   eval->add_option("--only", s->only, "with --run: only these problems: ids, ranges, parts of names (19,23-25,ReLU)");
   eval->add_option("--gpus", s->gpus, "GPU indices to spread samples over, e.g. 0,1,2,3");
   eval->add_option("--build-jobs", s->build_jobs, "candidates compiled at once")->capture_default_str();
-  eval->add_option("--queue", s->queue, "with --problem/--solution: submit the pair to this job queue and wait for "
-                                        "a kbv worker's record (docs/QUEUE.md)");
+  eval->add_option("--queue", s->queue, "submit the pair (--problem/--solution) or every sample of the run folder "
+                                        "(--problems/--run) to this job queue and wait for the kbv workers' records; "
+                                        "a run's are stored as --run stores its own (docs/QUEUE.md)");
   s->flags.add(eval);
   s->app = eval;
   return {eval, [s]() { return run_eval(*s); }};

@@ -32,7 +32,7 @@ Command add_problems_command(CLI::App& app) {
   problems->add_option("--level", s->level, "only this level");
   problems->add_flag("--no-shapes", s->no_shapes, "do not load the problems to show their input shapes");
   problems->add_flag("--json", s->json, "print a JSON list (level, id, name, path, inputs or error)");
-  problems->add_option("--device", s->flags.device, "sizes for cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
+  problems->add_option("--device", s->flags.values["device"], "sizes for cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
   problems->add_option("--python", s->flags.python, "Python with torch 2.11");
   return {problems, [s]() {
             kbv::ProblemListOptions o;
@@ -75,17 +75,17 @@ Command add_lint_problems_command(CLI::App& app) {
   lint_problems->add_option("--json", s->json, "write the JSON report here ('-': stdout)");
   lint_problems->add_option("--seed", s->options.seed, "master seed of the draws")->capture_default_str();
   lint_problems->add_option("--jobs", s->options.jobs, "problems linted at once")->capture_default_str();
-  lint_problems->add_option("--device", lp_flags.device, "cuda or cpu (default: cuda when a GPU is visible)")
+  lint_problems->add_option("--device", lp_flags.values["device"], "cuda or cpu (default: cuda when a GPU is visible)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
-  lint_problems->add_option("--protocol", lp_flags.protocol,
+  lint_problems->add_option("--protocol", lp_flags.values["protocol"],
                             "a protocol's tolerance and distributions (kbv, kernelbench-paper, kernelbench-main, "
                             "kernelbench-verified; kernelbench = kernelbench-paper)")
       ->check(CLI::IsMember(kbv::protocol_names()));
-  lint_problems->add_option("--precision", lp_flags.precision,
+  lint_problems->add_option("--precision", lp_flags.values["precision"],
                             "fp32, bf16 or fp16: lint the reference in that precision (fp16 flags overflow)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
-  lint_problems->add_option("--tolerance", lp_flags.tolerance, "atol = rtol = relative-L2 tolerance")->check(kPositive);
+  lint_problems->add_option("--tolerance", lp_flags.values["tolerance"], "atol = rtol = relative-L2 tolerance")->check(kPositive);
   lint_problems->add_option("--python", lp_flags.python, "Python with torch 2.11");
   lint_problems->add_option("--cache-dir", lp_flags.cache_dir, "worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");
   lint_problems->add_option("--timeout", lp_flags.timeouts.reference_s, "seconds for one distribution of one problem")

@@ -14,13 +14,17 @@ Command add_report_command(CLI::App& app) {
   struct State {
     kbv::ReportOptions options;
     std::vector<std::string> runs;
+    std::vector<std::string> queues;
     std::string problems;
     std::vector<std::string> exclude_from;
   };
   auto s = std::make_shared<State>();
   kbv::ReportOptions& report_opts = s->options;
   auto* report = app.add_subcommand("report", "metrics, tables and plots of run folders (Markdown, HTML, CSV, JSON)");
-  report->add_option("runs", s->runs, "run folders (kbv.sqlite, or KernelBench eval_results.json)")->required();
+  report->add_option("runs", s->runs,
+                     "run folders (kbv.sqlite, or KernelBench eval_results.json), or job queue URLs (as --queue)");
+  report->add_option("--queue", s->queues,
+                     "a job queue (sqlite:PATH or postgresql://...): its done jobs' records, as a run (docs/QUEUE.md)");
   report->add_option("--baseline", report_opts.baseline, "speedup denominator of the headline numbers")
       ->check(CLI::IsMember({"tf32", "fp32", "compile"}))
       ->capture_default_str();
@@ -50,6 +54,10 @@ Command add_report_command(CLI::App& app) {
   return {report, [s]() {
             kbv::ReportOptions o = s->options;
             for (const auto& r : s->runs) o.runs.emplace_back(r);
+            for (const auto& q : s->queues) o.runs.emplace_back(q);
+            if (o.runs.empty())
+              return finish("kbv report", Outcome::fail(Status::input_error,
+                                                        "give run folders or --queue URL (kbv report --help)"));
             if (!s->problems.empty()) o.problems_dir = s->problems;
             for (const auto& f : s->exclude_from) o.exclude_from.emplace_back(f);
             Outcome outcome = kbv::report_command(o, printer("kbv report"));

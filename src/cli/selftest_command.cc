@@ -29,7 +29,7 @@ Command add_selftest_command(CLI::App& app) {
   return {selftest, [s]() {
             kbv::SelftestOptions so;
             so.manifest = s->manifest;
-            so.device = s->flags.device;
+            so.device = s->flags.value("device");
             so.eval = s->flags.options();
             so.build_jobs = s->jobs;
             so.static_only = s->static_only;

@@ -229,6 +229,21 @@ class SqlQueue final : public Queue {
     return *rows->rows[0][0];
   }
 
+  std::optional<std::vector<Job>> done_jobs(std::string& error) override {
+    std::lock_guard lock(mutex_);
+    error.clear();
+    auto rows = run(std::string("SELECT ") + kJobColumns + " FROM kbv_jobs WHERE state = 'done' ORDER BY updated_at, id",
+                    {}, error);
+    if (!rows) return std::nullopt;
+    std::vector<Job> jobs;
+    for (const auto& row : rows->rows) {
+      std::optional<Job> job = job_from_row(row, error);
+      if (!job) return std::nullopt;
+      jobs.push_back(std::move(*job));
+    }
+    return jobs;
+  }
+
   std::string url() const override { return url_; }
 
  private:

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,12 @@ class Queue {
   // false with an empty error: the lease was lost.
   virtual bool fail(const Lease& lease, const std::string& why, bool retry, std::string& error) = 0;
   virtual std::optional<Counts> counts(std::string& error) = 0;
+  // Every done job with its record, in the order they were done (then by id): what `kbv report
+  // --queue` reads. nullopt with `error` set on a database failure or a job that does not read.
+  virtual std::optional<std::vector<Job>> done_jobs(std::string& error) {
+    error = "this queue cannot list its done jobs";
+    return std::nullopt;
+  }
 
   // Content-addressed blobs (built extensions travel through the queue's own storage). put_blob
   // refuses bytes whose sha256 is not `sha256`; storing the same blob twice is a no-op.

@@ -90,6 +90,7 @@ std::string report_format(const std::string& format, const std::string& out) {
 
 std::vector<LoadedRun> load_run(const fs::path& dir, std::optional<int> level, std::vector<std::string>& warnings,
                                 std::string& error) {
+  if (is_queue_url(dir.string())) return load_queue(dir.string(), warnings, error);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     error = dir.string() + ": not a folder";
@@ -250,7 +251,7 @@ Outcome report_command(const ReportOptions& options, const Notify& notify) {
         run.notes.push_back(fmt::format("{} of {} record(s) have a speedup against the {} baseline file {}", timed,
                                         run.records.size(), b.name, b.path.string()));
       }
-    std::string name = names.count(run.name) ? fmt::format("{} ({})", run.name, dir.string()) : run.name;
+    std::string name = names.count(run.name) ? fmt::format("{} ({})", run.name, shown_input(dir)) : run.name;
     names.insert(name);
     // The denominator: the lint's exclusions, and under KernelBench-Verified's table or protocol its own.
     std::vector<Exclusion> exclusions = lint_exclusions;
@@ -260,7 +261,7 @@ Outcome report_command(const ReportOptions& options, const Notify& notify) {
     summary.notes.insert(summary.notes.begin(), run.notes.begin(), run.notes.end());
     if (summary.protocol.empty()) summary.protocol = run.protocol;
     summary.precision = run.precision;
-    summary.model = dir.string();
+    summary.model = shown_input(dir);
     summary.generation = read_generation(dir);
     for (const auto& u : summary.generation.unreadable)
       summary.notes.push_back("generation record not read: " + u);

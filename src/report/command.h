@@ -29,8 +29,17 @@ struct LoadedRun {
 std::vector<LoadedRun> load_run(const std::filesystem::path& dir, std::optional<int> level,
                                 std::vector<std::string>& warnings, std::string& error);
 
+// A job queue's URL (sqlite:PATH, postgresql://..., postgres://...) rather than a run folder.
+bool is_queue_url(const std::string& text);
+// A run folder as given, or a queue URL with its password hidden: how a report names its input.
+std::string shown_input(const std::filesystem::path& input);
+// The done jobs' records of a job queue (src/queue), as load_run reads a run's kbv.sqlite: one
+// LoadedRun per protocol and precision; a job has no sample id, so each problem's distinct
+// solutions are numbered in the order their first jobs were submitted (report/queue_source.cc).
+std::vector<LoadedRun> load_queue(const std::string& url, std::vector<std::string>& warnings, std::string& error);
+
 struct ReportOptions {
-  std::vector<std::filesystem::path> runs;
+  std::vector<std::filesystem::path> runs;  // run folders, or job queue URLs (is_queue_url)
   std::string baseline = "tf32";
   std::string out;     // "" or "-": stdout
   std::string format;  // md | html | csv | json; empty: from the --out extension, else md

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "protocol/registry.h"
 #include "record/trust.h"
 
 namespace kbv {
@@ -28,9 +29,9 @@ void add_unique(std::vector<std::string>& list, const std::string& item) {
 // Standard and hidden gates of a record evaluated by kbv itself.
 void native_gates(const Record& record, SampleView& v) {
   const RecordProtocol& protocol = record.protocol;
-  const std::string name = protocol.name.value_or("kbv");
+  const std::string name = protocol.name.value_or(kProtocolKbv);
   // upstream's check only (D1, no hidden distributions); kernelbench is kernelbench-paper's old name
-  if (name == "kernelbench" || name == "kernelbench-paper" || name == "kernelbench-main") {
+  if (name == kProtocolKernelbenchAlias || name == kProtocolKernelbenchPaper || name == kProtocolKernelbenchMain) {
     v.standard = v.verdict == "correct";
     return;
   }

@@ -593,6 +593,10 @@ std::string level_file_name(int level, bool several_levels, const std::string& p
 
 }  // namespace
 
+std::string eval_results_name(int level, bool several_levels, const std::string& precision) {
+  return level_file_name(level, several_levels, precision);
+}
+
 std::string check_gpus(const std::vector<int>& gpus, const Environment& env) {
   if (gpus.empty()) return "";
   std::string list;

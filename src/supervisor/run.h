@@ -126,6 +126,10 @@ struct RunOptions {
 // interrupted on Ctrl-C. Each sample is a run item (util/outcome.h) for the progress display.
 Outcome evaluate_run(const RunOptions& options, const Notify& notify);
 
+// The name of a level's eval_results file in a run folder: eval_results.json, or
+// eval_results_level<L>.json when the run has several levels; "_bf16" before ".json" for bf16.
+std::string eval_results_name(int level, bool several_levels, const std::string& precision);
+
 // "" when every index of --gpus names a distinct GPU torch sees (env from a probe with every GPU
 // visible), else what is wrong with the list.
 std::string check_gpus(const std::vector<int>& gpus, const Environment& env);

@@ -146,13 +146,87 @@ TEST(Worker, EvalWithQueueSubmitsThePairAndWritesTheWorkersRecord) {
   Outcome again = run_kbv(args, dir / "record.json", 60);
   EXPECT_EQ(again.code, 0) << again.output;
   EXPECT_EQ(job_of(again.output), job_of(o.output)) << o.output << "\n" << again.output;
-  // Flags the worker decides are refused, and a run folder is not taken through the queue yet.
+  // Flags the worker decides are refused.
   Outcome sandbox = run_kbv({"eval", "--problem", args[2], "--solution", args[4], "--sandbox", "off", "--queue", url});
   EXPECT_EQ(sandbox.code, 2) << sandbox.output;
   EXPECT_NE(sandbox.output.find("decided by the kbv worker"), std::string::npos) << sandbox.output;
   ::kill(worker->pid, SIGTERM);
   auto status = wait_for(worker->pid, std::chrono::seconds(60));
   if (!status) kill_group(worker->pid);
+}
+
+// `kbv eval --run --queue`: a run folder's samples as jobs, evaluated by a kbv worker, stored as
+// `kbv eval --run` stores them (the same eval_results.json entries, the same store keys), and
+// `kbv report --queue` reads the queue's done jobs as a run.
+TEST(Worker, EvalRunWithQueueStoresWhatADirectRunStoresAndReportReadsTheQueue) {
+  const fs::path dir = scratch_dir("worker", "run_queue");
+  const std::string url = "sqlite:" + (dir / "queue.db").string();
+  const std::vector<std::pair<std::string, std::string>> samples = {
+      {"level_1_problem_19_sample_0_kernel.py", "examples/level1/19_ReLU/cpu_honest.py"},
+      {"level_1_problem_19_sample_1_kernel.py", "examples/level1/19_ReLU/cpu_off_by_one.py"},
+      {"level_1_problem_106_sample_0_kernel.py", "examples/level1/106_Sigmoid/cpu_honest.py"},
+      {"level_1_problem_106_sample_1_kernel.py", "examples/level1/106_Sigmoid/cpu_wrong_negative.py"}};
+  for (const char* run : {"queued", "direct"}) {
+    fs::create_directories(dir / run);
+    for (const auto& [name, source] : samples) fs::copy_file(kSource / source, dir / run / name);
+  }
+  const auto eval_args = [&](const char* run) {
+    return std::vector<std::string>{"eval", "--problems", (kSource / "problems").string(), "--run",
+                                    (dir / run).string(), "--level", "1", "--device", "cpu", "--trials", "1",
+                                    "--timing", "off", "--seed", "7"};  // a fixed seed: the same inputs
+  };
+  SpawnOptions spawn_options;
+  spawn_options.argv = {KBV_BINARY, "worker", "--queue", url};
+  spawn_options.env_set["KBV_CACHE_DIR"] = KBV_TEST_CACHE;
+  spawn_options.log_path = dir / "worker.log";
+  spawn_options.protocol_pipes = false;
+  std::string error;
+  auto worker = spawn(spawn_options, error);
+  ASSERT_TRUE(worker) << error;
+  std::vector<std::string> queued_args = eval_args("queued");
+  queued_args.insert(queued_args.end(), {"--queue", url});
+  Outcome queued = run_kbv(queued_args, {}, 1500);
+  ::kill(worker->pid, SIGTERM);
+  if (!wait_for(worker->pid, std::chrono::seconds(60))) kill_group(worker->pid);
+  ASSERT_EQ(queued.code, 0) << queued.output << "\n" << read_file(dir / "worker.log").text;
+  EXPECT_NE(queued.output.find("4 sample(s) submitted"), std::string::npos) << queued.output;
+
+  Outcome direct = run_kbv(eval_args("direct"), {}, 1500);
+  ASSERT_EQ(direct.code, 0) << direct.output;
+  const nlohmann::json from_queue = nlohmann::json::parse(read_file(dir / "queued" / "eval_results.json").text, nullptr, false);
+  const nlohmann::json from_direct = nlohmann::json::parse(read_file(dir / "direct" / "eval_results.json").text, nullptr, false);
+  ASSERT_TRUE(from_queue.is_object()) << read_file(dir / "queued" / "eval_results.json").text;
+  ASSERT_EQ(from_queue.size(), 2u) << from_queue.dump(1);
+  EXPECT_EQ(from_queue, from_direct) << from_queue.dump(1) << "\n" << from_direct.dump(1);
+  EXPECT_EQ(from_queue["19"][0]["correctness"], true);
+  EXPECT_EQ(from_queue["19"][1]["correctness"], false);
+
+  // The same store keys as kbv eval --run's: a direct run over the queued folder has nothing left,
+  // and so has the queued run again (nothing submitted).
+  Outcome again = run_kbv(eval_args("queued"), {}, 600);
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("0 sample(s) to evaluate"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("4 already stored"), std::string::npos) << again.output;
+  Outcome queued_again = run_kbv(queued_args, {}, 600);
+  EXPECT_EQ(queued_again.code, 0) << queued_again.output;
+  EXPECT_NE(queued_again.output.find("0 sample(s) submitted"), std::string::npos) << queued_again.output;
+
+  // kbv report over the queue: the done jobs' records count as the run folder's samples (the
+  // sample numbers, and so a best-of-n pick between tied samples, may differ: a job has none).
+  Outcome from_q = run_kbv({"report", "--queue", url, "--format", "json", "--out", (dir / "queue.json").string()}, {}, 120);
+  ASSERT_EQ(from_q.code, 0) << from_q.output;
+  Outcome from_run = run_kbv({"report", (dir / "queued").string(), "--format", "json", "--out",
+                              (dir / "run.json").string()}, {}, 120);
+  ASSERT_EQ(from_run.code, 0) << from_run.output;
+  const nlohmann::json rq = nlohmann::json::parse(read_file(dir / "queue.json").text, nullptr, false);
+  const nlohmann::json rr = nlohmann::json::parse(read_file(dir / "run.json").text, nullptr, false);
+  ASSERT_TRUE(rq.is_object() && rq.contains("runs") && rq["runs"].size() == 1u) << rq.dump(1).substr(0, 3000);
+  const nlohmann::json& q1 = rq["runs"][0]["scopes"][0];
+  const nlohmann::json& r1 = rr["runs"][0]["scopes"][0];
+  EXPECT_EQ(q1["slots"], 4) << rq.dump(1).substr(0, 3000);
+  for (const char* count : {"problems", "slots", "missing", "compiled"}) EXPECT_EQ(q1[count], r1[count]) << count;
+  for (const char* gate : {"standard", "hidden"}) EXPECT_EQ(q1[gate]["correct"], r1[gate]["correct"]) << gate;
+  EXPECT_EQ(q1["hidden"]["correct"], 2) << rq.dump(1).substr(0, 3000);
 }
 
 TEST(Worker, AnUnusableQueueUrlIsAUsageError) {

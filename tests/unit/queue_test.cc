@@ -172,6 +172,34 @@ TEST_P(QueueTest, CompleteStoresTheRecordAndEndsTheJob) {
   EXPECT_EQ(counts->queued + counts->running + counts->failed, 0);
 }
 
+TEST_P(QueueTest, DoneJobsListsOnlyDoneJobsWithTheirRecordsInTheOrderTheyWereDone) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  std::string error;
+  auto none = q->done_jobs(error);
+  ASSERT_TRUE(none.has_value()) << error;
+  EXPECT_TRUE(none->empty());
+  std::set<std::string> submitted = {submit(*q, spec(1)), submit(*q, spec(2)), submit(*q, spec(3))};
+  // Jobs submitted in the same millisecond are leased in id order: which lease holds which job is
+  // read from the lease.
+  Lease first = lease(*q), second = lease(*q), third = lease(*q);
+  EXPECT_EQ(submitted, (std::set<std::string>{first.job_id, second.job_id, third.job_id}));
+  ASSERT_TRUE(q->complete(second, {{"verdict", "correct"}, {"n", 2}}, error)) << error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the database clock's milliseconds apart
+  ASSERT_TRUE(q->complete(first, {{"verdict", "wrong_output"}, {"n", 1}}, error)) << error;
+  ASSERT_TRUE(q->fail(third, "refused", false, error)) << error;
+  submit(*q, spec(4));  // queued
+  auto done = q->done_jobs(error);
+  ASSERT_TRUE(done.has_value()) << error;
+  ASSERT_EQ(done->size(), 2u);
+  EXPECT_EQ((*done)[0].id, second.job_id);
+  EXPECT_EQ((*done)[0].record["n"], 2);
+  EXPECT_EQ((*done)[0].state, State::done);
+  EXPECT_EQ((*done)[1].id, first.job_id);
+  EXPECT_EQ((*done)[1].spec.problem_name, get(*q, first.job_id).spec.problem_name);
+  EXPECT_EQ((*done)[1].record["verdict"], "wrong_output");
+}
+
 TEST_P(QueueTest, SameKeyDoneIsAnsweredWithoutQueueing) {
   auto q = open();
   ASSERT_NE(q, nullptr);
