@@ -132,7 +132,8 @@ TEST(OptionTable, ServeOptionsThroughAJobReachTheSameEvalOptionsAsKbvEvalsFlags)
   EXPECT_EQ(snapshot(served), snapshot(eval));
   // The same canonical options, hence the same job key, whichever road submitted them.
   EXPECT_EQ(eval_canonical, checked.canonical);
-  EXPECT_EQ(eval.protocol.name, "kernelbench");
+  EXPECT_EQ(eval.protocol.name, "kernelbench-paper") << "the alias given, its protocol's name recorded";
+  EXPECT_EQ(checked.canonical["protocol"], "kernelbench-paper") << "an alias and its name are one job key";
   EXPECT_EQ(eval.protocol.timing.pairs, 3);
   EXPECT_EQ(eval.protocol.flaky_reruns, 3);
 }
