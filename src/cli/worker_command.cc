@@ -83,6 +83,7 @@ struct WorkerFlags {
   bool drain = false;
   long long max_jobs = -1;
   std::string scratch;
+  std::string role = "all";
   WorkerHost host;
 };
 
@@ -132,6 +133,7 @@ int run_worker(const WorkerFlags& flags, const WorkerHooks& hooks) {
   if (slots.empty()) slots.emplace_back(std::nullopt);
   std::vector<queue::LoopStats> stats(slots.size());
   std::vector<std::string> open_errors(slots.size());
+  std::vector<HandoffStats> handoff(slots.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < slots.size(); ++i) {
     threads.emplace_back([&, i] {
@@ -150,15 +152,22 @@ int run_worker(const WorkerFlags& flags, const WorkerHooks& hooks) {
       context.scratch_dir = scratch / (slots[i] ? fmt::format("gpu{}", *slots[i]) : std::string("cpu"));
       for (const auto& d : flags.problems) context.problems_dirs.emplace_back(d);
       context.gpu = slots[i];
+      context.role = flags.role;
+      context.queue = q.get();
+      context.notify = notify;
       QueueJobRunner runner(context);
       queue::LoopOptions loop;
       loop.worker = queue::default_worker_name() + (slots[i] ? fmt::format(":gpu{}", *slots[i]) : "");
+      if (flags.role != "all") loop.worker += ":" + flags.role;
+      loop.stage = flags.role == "build" ? queue::kStageBuild : flags.role == "eval" ? queue::kStageEval : "";
       loop.lease_seconds = flags.lease_s;
       loop.heartbeat_seconds = flags.heartbeat_s;
       loop.until_empty = flags.drain;
       loop.max_jobs = flags.max_jobs;
       loop.stop = [] { return interrupted(); };
-      info(notify, fmt::format("{} takes jobs from {}", loop.worker, q->url()));
+      info(notify, fmt::format("{} takes {} from {}", loop.worker,
+                               flags.role == "build" ? "build stages" : flags.role == "eval" ? "evaluations" : "jobs",
+                               q->url()));
       stats[i] = queue::run_worker_loop(
           *q,
           [&](const queue::Job& job) {
@@ -171,12 +180,20 @@ int run_worker(const WorkerFlags& flags, const WorkerHooks& hooks) {
             return r;
           },
           loop, notify);
+      handoff[i] = runner.handoff();
     });
   }
   for (auto& t : threads) t.join();
   queue::LoopStats total;
+  HandoffStats builds;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (!open_errors[i].empty()) return finish(prefix, Outcome::fail(Status::input_error, open_errors[i]));
+    builds.fetched += handoff[i].fetched;
+    builds.compiled += handoff[i].compiled;
+    builds.published += handoff[i].published;
+    builds.passed_on += handoff[i].passed_on;
+    builds.rebuilt += handoff[i].rebuilt;
+    total.built += stats[i].built;
     total.done += stats[i].done;
     total.failed += stats[i].failed;
     total.lost += stats[i].lost;
@@ -185,6 +202,14 @@ int run_worker(const WorkerFlags& flags, const WorkerHooks& hooks) {
   }
   info(notify, fmt::format("{} job(s) done, {} failed, {} lease(s) lost, {} released, {} database error(s)",
                            total.done, total.failed, total.lost, total.released, total.db_errors));
+  if (flags.role == "build") {
+    info(notify, fmt::format("{} build(s) put in the queue, {} handed on unbuilt (CUDA without TORCH_CUDA_ARCH_LIST), "
+                             "{} job(s) sent to the eval stage",
+                             builds.published, builds.passed_on, total.built));
+  } else {
+    info(notify, fmt::format("builds: {} from the queue, {} compiled here, {} from the queue compiled again at load",
+                             builds.fetched, builds.compiled, builds.rebuilt));
+  }
   if (interrupted()) return finish(prefix, Outcome::fail(Status::interrupted, "stopped (a job in flight, if any, went back to the queue)"));
   return finish(prefix, Outcome::done());
 }
@@ -289,6 +314,12 @@ std::unique_ptr<WorkerCommand> add_worker_command(CLI::App& app, WorkerHooks hoo
   sub->add_option("--heartbeat", flags->heartbeat_s, "seconds between heartbeats (at most half of --lease)")
       ->capture_default_str()
       ->check(kPositive);
+  sub->add_option("--role", flags->role,
+                  "build: compile the jobs' candidates (CPU work) and put the builds in the queue; eval: evaluate "
+                  "jobs whose build stage is done, with the queue's build; all: both, as kbv eval does "
+                  "(docs/QUEUE.md)")
+      ->check(CLI::IsMember({"build", "eval", "all"}))
+      ->capture_default_str();
   sub->add_flag("--drain", flags->drain, "exit when the queue has nothing queued, instead of waiting for more");
   sub->add_option("--max-jobs", flags->max_jobs, "exit after this many jobs")->check(kPositive);
   sub->add_option("--scratch", flags->scratch, "folder for the jobs' files (default: CACHE_DIR/worker)");

@@ -70,8 +70,12 @@ std::string python_path(const fs::path& p) {
 }
 
 std::string build_key(const std::string& code, const Toolchain& t, const std::string& mode) {
+  // With TORCH_CUDA_ARCH_LIST set, nvcc compiles for the listed architectures whatever GPU the
+  // host has (or none: a CPU-only build host, kbv worker --role build), so the GPU's name does
+  // not enter the key; without it torch compiles for the visible GPU, whose name does.
+  const std::string gpu = t.device == "cuda" && !t.cuda_arch_list.empty() ? "(TORCH_CUDA_ARCH_LIST)" : t.device_name;
   return sha256_hex_parts({"kbv-build-2", KBV_VERSION, code, t.torch_version, t.python_version, t.python, t.device,
-                           t.device_name, t.cxx, t.cuda_arch_list, mode});
+                           gpu, t.cxx, t.cuda_arch_list, mode});
 }
 
 namespace {
@@ -98,23 +102,32 @@ std::string rename_for(const std::string& message, const fs::path& solution) {
 
 }  // namespace
 
-BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) {
-  BuildResult b;
-  auto t0 = Clock::now();
-  std::optional<FastBuild> fast;
-  b.fast = "off";
+BuildEntry build_entry(const BuildJob& job) {
+  BuildEntry e;
+  e.fast_state = "off";
   if (job.fast) {
     std::string error;
     const Toolchain& t = job.toolchain;
     FastBuild fb = prepare_fast_build(job.cache_dir, t.python, t.cxx, t.torch_version, t.device, error);
     if (error.empty()) {
-      fast = fb;
-      b.fast = "on";
+      e.fast = fb;
+      e.fast_state = "on";
     } else {
-      b.fast = "unavailable: " + error;
+      e.fast_state = "unavailable: " + error;
     }
   }
-  fs::path dir = job.cache_dir / "build" / build_key(job.code, job.toolchain, fast ? fast->id : "plain");
+  e.key = build_key(job.code, job.toolchain, e.fast ? e.fast->id : "plain");
+  e.dir = job.cache_dir / "build" / e.key;
+  return e;
+}
+
+BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) {
+  BuildResult b;
+  auto t0 = Clock::now();
+  const BuildEntry entry = build_entry(job);
+  const std::optional<FastBuild>& fast = entry.fast;
+  b.fast = entry.fast_state;
+  const fs::path& dir = entry.dir;
   if (fast) {
     b.env["CXX"] = fast->wrapper.string();
     b.read.push_back(fast->root);

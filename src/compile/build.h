@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compile/pch.h"
 #include "proto/messages.h"
 #include "record/decide.h"
 
@@ -71,6 +72,17 @@ struct BuildWorkerOutcome {
 // Runs the build worker (supervisor side: a sandboxed process) with these environment variables
 // and request.
 using RunBuildWorker = std::function<BuildWorkerOutcome(const BuildLaunch& launch)>;
+
+// Where a build of `job` lives: cache_dir/build/<key>, the key as build_key computes it with the
+// fast build that would be used (prepared here if needed: kbv's own trusted step, no candidate code).
+// build_cached builds there; kbv worker --role eval looks the same key up in the queue.
+struct BuildEntry {
+  std::filesystem::path dir;           // cache_dir/build/<key>: ext/ and result.json
+  std::string key;
+  std::optional<FastBuild> fast;
+  std::string fast_state;              // BuildResult::fast
+};
+BuildEntry build_entry(const BuildJob& job);
 
 // Builds the candidate into cache_dir/build/<key>/ext, or reuses an earlier outcome.
 BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker);

@@ -38,7 +38,12 @@ class Connection {
 
 // The schema, one text for both engines ({real}, {blob} are the engine's type names).
 extern const char* const kSchemaSql;
-constexpr int kQueueSchemaVersion = 1;
+// Version 2 added kbv_jobs.stage and kbv_builds (kbv worker --role). A version-1 queue is upgraded
+// in place when opened: kMigrateV1Sql (ALTER TABLE; its jobs are in stage 'build', which --role
+// all workers take as before), then kSchemaV2Sql (what refers to the new column).
+extern const char* const kMigrateV1Sql;
+extern const char* const kSchemaV2Sql;
+constexpr int kQueueSchemaVersion = 2;
 
 // `path` may not exist yet (created, with its folder).
 std::unique_ptr<Connection> open_sqlite_connection(const std::string& path, const std::string& url,

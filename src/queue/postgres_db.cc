@@ -127,9 +127,16 @@ class PostgresConnection final : public Connection {
       }
     }
     const std::string schema = replace_all(replace_all(kSchemaSql, "{real}", "DOUBLE PRECISION"), "{blob}", "BYTEA");
-    const std::string script = std::string("BEGIN; SELECT pg_advisory_xact_lock(") + kSchemaLockKey + ");" + schema +
-                               "INSERT INTO kbv_queue_meta (name, value) VALUES ('schema_version', '" +
-                               std::to_string(kQueueSchemaVersion) + "') ON CONFLICT (name) DO NOTHING; COMMIT;";
+    // A version-1 queue gets its stage column (db.h kMigrateV1Sql, spelt IF NOT EXISTS so that a
+    // fresh or already upgraded table is left alone) and is marked version 2, in one transaction.
+    const std::string version_text = std::to_string(kQueueSchemaVersion);
+    const std::string script =
+        std::string("BEGIN; SELECT pg_advisory_xact_lock(") + kSchemaLockKey + ");" + schema +
+        "INSERT INTO kbv_queue_meta (name, value) VALUES ('schema_version', '" + version_text +
+        "') ON CONFLICT (name) DO NOTHING;" +
+        replace_all(kMigrateV1Sql, "ADD COLUMN stage", "ADD COLUMN IF NOT EXISTS stage") +
+        "UPDATE kbv_queue_meta SET value = '" + version_text + "' WHERE name = 'schema_version' AND value = '1';" +
+        kSchemaV2Sql + " COMMIT;";
     {
       ResultGuard res{PQexec(conn_, script.c_str())};
       const ExecStatusType status = PQresultStatus(res.res);

@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS kbv_jobs (
   id TEXT PRIMARY KEY,
   job_key TEXT NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),
+  stage TEXT NOT NULL DEFAULT 'build',
   problem_name TEXT NOT NULL,
   problem_source TEXT NOT NULL,
   solution_source TEXT NOT NULL,
@@ -45,13 +46,22 @@ CREATE TABLE IF NOT EXISTS kbv_blobs (
   size BIGINT NOT NULL,
   created_at {real} NOT NULL
 );
+CREATE TABLE IF NOT EXISTS kbv_builds (
+  build_key TEXT PRIMARY KEY,
+  blob TEXT NOT NULL,
+  created_at {real} NOT NULL
+);
 )sql";
+
+const char* const kMigrateV1Sql = "ALTER TABLE kbv_jobs ADD COLUMN stage TEXT NOT NULL DEFAULT 'build';";
+const char* const kSchemaV2Sql =
+    "CREATE INDEX IF NOT EXISTS kbv_jobs_by_stage ON kbv_jobs (state, stage, created_at, id);";
 
 namespace {
 
 constexpr const char* kJobColumns =
     "id, state, problem_name, problem_source, solution_source, options, attempts, max_attempts, "
-    "worker, record, error, created_at, updated_at";
+    "worker, record, error, created_at, updated_at, stage";
 
 // A lease that ran out goes back to the queue, or fails once its attempts are spent.
 constexpr const char* kRequeueExpired =
@@ -66,8 +76,15 @@ constexpr const char* kLease =
     "UPDATE kbv_jobs SET state = 'running', attempts = attempts + 1, token = token + 1, worker = $1, "
     "lease_expires_at = {now} + CAST($2 AS DOUBLE PRECISION), updated_at = {now} "
     "WHERE state = 'queued' AND id = (SELECT id FROM kbv_jobs WHERE state = 'queued' "
-    "ORDER BY created_at, id LIMIT 1{skip_locked}) "
+    "AND (CAST($3 AS TEXT) = '' OR stage = CAST($3 AS TEXT)) ORDER BY created_at, id LIMIT 1{skip_locked}) "
     "RETURNING id, token";
+constexpr const char* kToEval =
+    "UPDATE kbv_jobs SET state = 'queued', stage = 'eval', attempts = 0, lease_expires_at = NULL, "
+    "updated_at = {now} WHERE id = $1 AND token = CAST($2 AS BIGINT) AND state = 'running'";
+constexpr const char* kStageOf = "SELECT state, token, stage FROM kbv_jobs WHERE id = $1";
+constexpr const char* kPutBuild =
+    "INSERT INTO kbv_builds (build_key, blob, created_at) VALUES ($1, $2, {now}) ON CONFLICT (build_key) DO NOTHING";
+constexpr const char* kGetBuild = "SELECT blob FROM kbv_builds WHERE build_key = $1";
 constexpr const char* kHeartbeat =
     "UPDATE kbv_jobs SET lease_expires_at = {now} + CAST($3 AS DOUBLE PRECISION), updated_at = {now} "
     "WHERE id = $1 AND token = CAST($2 AS BIGINT) AND state = 'running'";
@@ -138,10 +155,19 @@ class SqlQueue final : public Queue {
   }
 
   std::optional<Lease> lease(const std::string& worker, double lease_seconds, std::string& error) override {
+    return lease_stage(worker, lease_seconds, "", error);
+  }
+
+  std::optional<Lease> lease_stage(const std::string& worker, double lease_seconds, const std::string& stage,
+                                   std::string& error) override {
     std::lock_guard lock(mutex_);
     error.clear();
+    if (!stage.empty() && stage != kStageBuild && stage != kStageEval) {
+      error = "queue " + url_ + ": unknown stage '" + stage + "' (build, eval, or empty for any)";
+      return std::nullopt;
+    }
     if (!run(kRequeueExpired, {}, error)) return std::nullopt;
-    auto rows = run(kLease, {worker, lease_seconds}, error);
+    auto rows = run(kLease, {worker, lease_seconds, stage}, error);
     if (!rows || rows->rows.empty()) return std::nullopt;
     const auto& row = rows->rows[0];
     if (!row[0]) {
@@ -187,6 +213,38 @@ class SqlQueue final : public Queue {
     if (rows->changed == 1) return true;
     return ended_under(lease, retry ? "queued" : "failed", error) ||
            (error.empty() && retry && ended_under(lease, "failed", error));
+  }
+
+  bool to_eval(const Lease& lease, std::string& error) override {
+    std::lock_guard lock(mutex_);
+    error.clear();
+    auto rows = run(kToEval, {lease.job_id, lease.token}, error);
+    if (!rows) return false;
+    if (rows->changed == 1) return true;
+    // Ran before a dropped connection hid its answer: queued in stage eval under this token.
+    auto state = run(kStageOf, {lease.job_id}, error);
+    if (!state || state->rows.empty()) return false;
+    const auto& row = state->rows[0];
+    return row[0].value_or("") == "queued" && to_int(row[1]) == lease.token && row[2].value_or("") == kStageEval;
+  }
+
+  bool put_build(const std::string& build_key, const std::string& blob_sha256, std::string& error) override {
+    std::lock_guard lock(mutex_);
+    error.clear();
+    if (!is_lowercase_sha256(build_key) || !is_lowercase_sha256(blob_sha256)) {
+      error = "queue " + url_ + ": build key '" + build_key + "' or blob '" + blob_sha256 +
+              "' is not a sha256 (64 lowercase hex digits)";
+      return false;
+    }
+    return run(kPutBuild, {build_key, blob_sha256}, error).has_value();
+  }
+
+  std::optional<std::string> get_build(const std::string& build_key, std::string& error) override {
+    std::lock_guard lock(mutex_);
+    error.clear();
+    auto rows = run(kGetBuild, {build_key}, error);
+    if (!rows || rows->rows.empty() || !rows->rows[0][0]) return std::nullopt;
+    return *rows->rows[0][0];
   }
 
   std::optional<Counts> counts(std::string& error) override {
@@ -295,6 +353,7 @@ class SqlQueue final : public Queue {
     job.error = row[10].value_or("");
     job.created_at = to_double(row[11]);
     job.updated_at = to_double(row[12]);
+    job.stage = row[13].value_or(kStageBuild);
     return job;
   }
 
@@ -377,6 +436,25 @@ std::string new_job_id() {
 }
 
 Queue::~Queue() = default;
+
+std::optional<Lease> Queue::lease_stage(const std::string& worker, double lease_seconds, const std::string& stage,
+                                        std::string& error) {
+  if (stage.empty()) return lease(worker, lease_seconds, error);
+  error = "queue " + url() + " has no build and eval stages (kbv worker --role " + stage + " needs a database queue)";
+  return std::nullopt;
+}
+
+bool Queue::to_eval(const Lease&, std::string& error) {
+  error = "queue " + url() + " has no build and eval stages";
+  return false;
+}
+
+bool Queue::put_build(const std::string&, const std::string&, std::string& error) {
+  error = "queue " + url() + " keeps no builds";
+  return false;
+}
+
+std::optional<std::string> Queue::get_build(const std::string&, std::string&) { return std::nullopt; }
 
 std::unique_ptr<Queue> Queue::open(const std::string& url, std::string& error) {
   error.clear();

@@ -30,9 +30,17 @@ enum class State { queued, running, done, failed };
 const char* state_name(State state);                     // "queued" "running" "done" "failed"
 std::optional<State> state_from_name(const std::string& name);
 
+// Which worker role takes a queued job next (`kbv worker --role`): every job is submitted in
+// stage `build` (a `--role build` worker compiles its candidate, publishes the build through the
+// blobs and moves it on to `eval`, or completes it with the build's failure record); `--role eval`
+// workers take jobs in stage `eval` only; `--role all` takes either and does what is left.
+inline constexpr const char* kStageBuild = "build";
+inline constexpr const char* kStageEval = "eval";
+
 struct Job {
   std::string id;                 // opaque, URL-safe (32 hex digits)
   State state = State::queued;
+  std::string stage = kStageBuild;  // kStageBuild | kStageEval
   JobSpec spec;
   int attempts = 0;               // leases taken so far
   int max_attempts = 3;
@@ -75,6 +83,14 @@ class Queue {
   // The oldest queued job, now running under this worker's lease; nullopt with an empty error:
   // nothing queued. Expired leases are returned to the queue (or failed) first.
   virtual std::optional<Lease> lease(const std::string& worker, double lease_seconds, std::string& error) = 0;
+  // The same, only among queued jobs in `stage` (kStageBuild, kStageEval; "" = any stage, as lease).
+  // The base answers lease() for "" and an error for a stage (a Queue without stages).
+  virtual std::optional<Lease> lease_stage(const std::string& worker, double lease_seconds, const std::string& stage,
+                                           std::string& error);
+  // The build stage of a leased job is over (its build is in the queue, or nothing to build there):
+  // the job goes back to `queued` in stage `eval`, its attempts counted afresh for the evaluation.
+  // false with an empty error: the lease was lost.
+  virtual bool to_eval(const Lease& lease, std::string& error);
   // The leased job; nullopt with an empty error: the lease was lost.
   virtual std::optional<Job> job_of(const Lease& lease, std::string& error) = 0;
   // Extends the lease to lease_seconds from now. false with an empty error: the lease was lost
@@ -99,6 +115,13 @@ class Queue {
   // get_blob: nullopt with an empty error when there is no such blob.
   virtual bool put_blob(const std::string& sha256, const std::string& bytes, std::string& error) = 0;
   virtual std::optional<std::string> get_blob(const std::string& sha256, std::string& error) = 0;
+
+  // Built extensions by build key (compile/build.h build_key: the build cache's own key): the blob
+  // that holds the cache entry, written by a build worker. A second put for a key keeps the first.
+  // get_build: nullopt with an empty error when no build of that key is in the queue. The base
+  // (a Queue without a build table) stores nothing and says so.
+  virtual bool put_build(const std::string& build_key, const std::string& blob_sha256, std::string& error);
+  virtual std::optional<std::string> get_build(const std::string& build_key, std::string& error);
 
   // The URL it was opened with, for messages ("" for a Queue that is not a database).
   virtual std::string url() const { return ""; }

@@ -117,9 +117,21 @@ class SqliteConnection final : public Connection {
                {std::to_string(kQueueSchemaVersion)}, error)) {
         return "cannot write the schema version: " + error;
       }
+      if (!exec(kSchemaV2Sql, error)) return "cannot create the queue's indexes: " + error;
       return "";
     }
-    const std::string version = rows->rows[0][0].value_or("");
+    std::string version = rows->rows[0][0].value_or("");
+    if (version == "1") {  // upgraded in place (db.h kMigrateV1Sql), in this transaction
+      if (!exec(kMigrateV1Sql, error) ||
+          !run("UPDATE kbv_queue_meta SET value = $1 WHERE name = 'schema_version'",
+               {std::to_string(kQueueSchemaVersion)}, error)) {
+        return "cannot upgrade the queue from schema version 1: " + error;
+      }
+      version = std::to_string(kQueueSchemaVersion);
+    }
+    if (version == std::to_string(kQueueSchemaVersion) && !exec(kSchemaV2Sql, error)) {
+      return "cannot create the queue's indexes: " + error;
+    }
     if (version != std::to_string(kQueueSchemaVersion)) {
       return "the queue's schema version is " + version + ", this kbv reads version " +
              std::to_string(kQueueSchemaVersion) + " (use the kbv that created it, or a new queue file)";

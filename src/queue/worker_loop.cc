@@ -127,7 +127,7 @@ LoopStats run_worker_loop(Queue& queue, const Executor& executor, const LoopOpti
   while (!stopping()) {
     if (options.max_jobs >= 0 && handled >= options.max_jobs) break;
     std::string error;
-    auto lease = queue.lease(options.worker, options.lease_seconds, error);
+    auto lease = queue.lease_stage(options.worker, options.lease_seconds, options.stage, error);
     if (!lease) {
       if (!error.empty()) {
         ++stats.db_errors;
@@ -181,6 +181,13 @@ LoopStats run_worker_loop(Queue& queue, const Executor& executor, const LoopOpti
                    notify, "completed")) {
           ++stats.done;
           progress(notify, fmt::format("job {}: done", held.job_id));
+        }
+        break;
+      case ExecResult::Kind::built:
+        if (settle([&](std::string& e) { return queue.to_eval(held, e); }, held, settle_s, stats, notify,
+                   "handed to the eval stage")) {
+          ++stats.built;
+          progress(notify, fmt::format("job {}: built, queued for evaluation", held.job_id));
         }
         break;
       case ExecResult::Kind::failed:

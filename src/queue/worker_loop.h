@@ -23,6 +23,7 @@ struct ExecResult {
     failed,       // the job cannot be evaluated (bad options, a problem that is not there): `error`
     retry,        // this worker could not do it now (a broken environment): back to the queue, `error`
     interrupted,  // the worker is stopping (SIGTERM): the lease is released, the job goes back
+    built,        // the job's build stage is over (kbv worker --role build): queued for an eval worker
   } kind = Kind::done;
   nlohmann::json record;
   std::string error;
@@ -40,6 +41,7 @@ struct LoopOptions {
   long long max_jobs = -1;         // stop after this many jobs handled (-1: no limit)
   bool until_empty = false;        // stop at the first empty poll (drain and exit)
   std::function<bool()> stop;      // polled between steps: true ends the loop (SIGTERM)
+  std::string stage;               // lease only jobs in this stage (kStageBuild, kStageEval); "" = any
 };
 
 struct LoopStats {
@@ -48,6 +50,7 @@ struct LoopStats {
   long long lost = 0;        // leases lost before the job could be completed
   long long db_errors = 0;   // database calls that failed (and were tried again)
   long long released = 0;    // leases released because the loop was stopping
+  long long built = 0;       // build stages finished: the job went on to the eval stage
 };
 
 // Returns when `stop` says so, when max_jobs were handled, or (until_empty) when nothing is queued.

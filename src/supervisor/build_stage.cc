@@ -8,8 +8,8 @@
 
 namespace kbv {
 
-BuildResult build_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path,
-                            const EvalOptions& options, const Environment& env) {
+BuildJob build_job_of(const SolutionSource& solution, const std::filesystem::path& solution_path,
+                      const EvalOptions& options, const Environment& env) {
   BuildJob job;
   job.code = solution.code;
   job.first_line = solution.first_line;
@@ -24,6 +24,12 @@ BuildResult build_candidate(const SolutionSource& solution, const std::filesyste
   };
   job.toolchain = {env.torch_version, env.python_version, options.worker.python, env.device, env.device_name,
                    seen("CXX"), seen("TORCH_CUDA_ARCH_LIST")};
+  return job;
+}
+
+BuildResult build_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path,
+                            const EvalOptions& options, const Environment& env) {
+  const BuildJob job = build_job_of(solution, solution_path, options, env);
   auto run_worker = [&](const BuildLaunch& launch) {
     BuildWorkerOutcome out;
     std::map<std::string, std::string> env_vars = launch.env;

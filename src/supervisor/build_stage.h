@@ -15,6 +15,10 @@ namespace kbv {
 
 // Compiles the candidate in its own (sandboxed) build worker into the content-addressed cache
 // (options.cache_dir/build/<key>), or reuses an earlier build's outcome.
+// The build as build_candidate asks for it (the toolchain as the build worker would see it).
+BuildJob build_job_of(const SolutionSource& solution, const std::filesystem::path& solution_path,
+                      const EvalOptions& options, const Environment& env);
+
 BuildResult build_candidate(const SolutionSource& solution, const std::filesystem::path& solution_path,
                             const EvalOptions& options, const Environment& env);
 

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "problem/problem.h"
+#include "supervisor/build_handoff.h"
+#include "supervisor/build_stage.h"
 #include "record/record.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -41,6 +43,22 @@ std::string solution_extension(const std::string& text) {
   }
   return ".py";
 }
+
+namespace {
+
+// The compiled objects of a build entry (.so, .o) and their modification times: a rebuild moves them.
+std::map<fs::path, fs::file_time_type> object_times(const fs::path& dir) {
+  std::map<fs::path, fs::file_time_type> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const auto ext = it->path().extension();
+    if (ext == ".so" || ext == ".o") out[it->path()] = it->last_write_time(ec);
+  }
+  return out;
+}
+
+}  // namespace
 
 QueueJobRunner::QueueJobRunner(QueueJobContext context) : context_(std::move(context)) {}
 
@@ -95,14 +113,22 @@ queue::ExecResult QueueJobRunner::run(const queue::Job& job) {
     }
   } cleanup{job_dir};
 
-  // The environment, probed once per device asked for.
+  // The environment, probed once per device asked for. A build worker compiles CUDA without a
+  // GPU (nvcc for TORCH_CUDA_ARCH_LIST): it probes torch as for the CPU and builds for "cuda".
+  const bool build_role = context_.role == "build";
   auto found = environments_.find(options->device);
   if (found == environments_.end()) {
     std::unique_ptr<WorkerProcess> idle;
-    auto env = probe_environment(*options, error, &idle);
+    EvalOptions probe = *options;
+    if (build_role && probe.device == "cuda") probe.device = "cpu";
+    auto env = probe_environment(probe, error, &idle);
     if (!env) {
       if (interrupted()) return {Kind::interrupted, {}, ""};
       return {Kind::retry, {}, "this worker cannot start an evaluation: " + error};
+    }
+    if (build_role && options->device == "cuda") {
+      env->device = "cuda";
+      env->device_name = "";  // not known here: the build is for TORCH_CUDA_ARCH_LIST (compile/build.h build_key)
     }
     reference_.adopt(std::move(idle));
     found = environments_.emplace(options->device, *env).first;
@@ -119,9 +145,68 @@ queue::ExecResult QueueJobRunner::run(const queue::Job& job) {
       parent.find_first_not_of("0123456789", 5) == std::string::npos) {
     pair.level = std::stoi(parent.substr(5));
   }
+  if (build_role) return build_stage(pair, *options, env);
+  const fs::path fetched = context_.queue ? fetch_build_for(pair, *options, env) : fs::path();
+  const auto before = fetched.empty() ? std::map<fs::path, fs::file_time_type>() : object_times(fetched);
   Record record = evaluate_pair(pair, *options, env, reference_);
   if (interrupted() || record.verdict == Verdict::interrupted) return {Kind::interrupted, {}, ""};
+  if (record.build && !record.build->cached) ++handoff_.compiled;
+  if (!fetched.empty() && object_times(fetched) != before) {
+    // torch's ninja saw other build commands than the build host's: the paths in them differ.
+    ++handoff_.rebuilt;
+    warn(context_.notify,
+         fmt::format("job {}: the build from the queue was compiled again when the candidate loaded it: the "
+                     "build host's paths differ from this host's (give every host the same --cache-dir / "
+                     "KBV_CACHE_DIR, and the same --sandbox; docs/QUEUE.md)",
+                     job.id));
+  }
   return {Kind::done, to_json(record), ""};
+}
+
+fs::path QueueJobRunner::fetch_build_for(const Pair& pair, const EvalOptions& options, const Environment& env) {
+  PreparedCandidate candidate = read_candidate(pair.solution_path);
+  if (!candidate.solution.ok) return {};  // evaluate_pair says why
+  const BuildEntry entry = build_entry(build_job_of(candidate.solution, pair.solution_path, options, env));
+  std::error_code ec;
+  if (fs::exists(entry.dir / "result.json", ec)) return {};  // in this host's cache already
+  std::string error;
+  if (fetch_build(*context_.queue, entry.key, entry.dir, error)) {
+    ++handoff_.fetched;
+    return entry.dir;
+  }
+  // No build of this key in the queue (a job no build worker took, or a build host whose toolchain
+  // differs from this one's), or the queue failed: evaluate_pair compiles here, as kbv eval does.
+  if (!error.empty()) warn(context_.notify, fmt::format("build {}: {}; compiling here", entry.key.substr(0, 12), error));
+  return {};
+}
+
+queue::ExecResult QueueJobRunner::build_stage(const Pair& pair, const EvalOptions& options, const Environment& env) {
+  using Kind = queue::ExecResult::Kind;
+  if (!context_.queue) return {Kind::failed, {}, "a build stage needs the queue to put its build in"};
+  PreparedCandidate prepared = prepare_candidate(pair.solution_path, options);
+  // A candidate that does not read, is rejected by the static analysis or does not build ends
+  // here, with the record kbv eval writes for it (evaluate_pair stops before the reference).
+  auto record_of = [&](const BuildResult* built) -> queue::ExecResult {
+    Record record = evaluate_pair(pair, options, env, reference_, built, &prepared);
+    if (interrupted() || record.verdict == Verdict::interrupted) return {Kind::interrupted, {}, ""};
+    return {Kind::done, to_json(record), ""};
+  };
+  if (!prepared.solution.ok || prepared.lint.rejected()) return record_of(nullptr);
+  const BuildJob job = build_job_of(prepared.solution, pair.solution_path, options, env);
+  if (env.device == "cuda" && job.toolchain.cuda_arch_list.empty()) {
+    // Without an architecture list torch compiles for the visible GPU: the GPU host builds it.
+    ++handoff_.passed_on;
+    return {Kind::built, {}, ""};
+  }
+  BuildResult built = build_candidate(prepared.solution, pair.solution_path, options, env);
+  if (interrupted() || built.kind == "interrupted") return {Kind::interrupted, {}, ""};
+  if (!built.ok && built.kind != "missing_model_new") return record_of(&built);
+  const fs::path dir = built.extensions_dir.parent_path();
+  if (std::string why = publish_build(*context_.queue, dir.filename().string(), dir); !why.empty()) {
+    return {Kind::retry, {}, "cannot put the build in the queue: " + why};
+  }
+  ++handoff_.published;
+  return {Kind::built, {}, ""};
 }
 
 }  // namespace kbv

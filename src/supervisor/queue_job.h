@@ -26,6 +26,22 @@ struct QueueJobContext {
   // A job that names its problem but carries no source: looked up as DIR/<name>.py in these.
   std::vector<std::filesystem::path> problems_dirs;
   std::optional<int> gpu;  // CUDA_VISIBLE_DEVICES of this runner's evaluations
+  // kbv worker --role: "all" (build and evaluate, as kbv eval), "build" (the job's build stage:
+  // compile, publish the build to `queue`, or complete the job with its build's failure record),
+  // "eval" (evaluate with the build from `queue`). With a queue, "all" and "eval" fetch a build
+  // from it before compiling themselves.
+  std::string role = "all";
+  queue::Queue* queue = nullptr;
+  Notify notify;  // a build that could not be fetched (and is compiled here)
+};
+
+// What a runner did with builds (the worker's summary; the e2e tests read it).
+struct HandoffStats {
+  long long fetched = 0;    // builds taken from the queue instead of compiling
+  long long compiled = 0;   // evaluations that compiled here (no build in the queue nor the cache)
+  long long published = 0;  // builds put in the queue (role build)
+  long long passed_on = 0;  // build stages handed on without a build (nothing this host can build)
+  long long rebuilt = 0;    // fetched builds that ninja compiled again when the candidate loaded them
 };
 
 // Not shared between threads: one per worker loop.
@@ -33,8 +49,14 @@ class QueueJobRunner {
  public:
   explicit QueueJobRunner(QueueJobContext context);
   queue::ExecResult run(const queue::Job& job);
+  const HandoffStats& handoff() const { return handoff_; }
 
  private:
+  queue::ExecResult build_stage(const Pair& pair, const EvalOptions& options, const Environment& env);
+  // The fetched entry's folder ("" when nothing was fetched).
+  std::filesystem::path fetch_build_for(const Pair& pair, const EvalOptions& options, const Environment& env);
+
+  HandoffStats handoff_;
   QueueJobContext context_;
   std::map<std::string, Environment> environments_;  // by the device a job asked for ("" = default)
   ReferenceHost reference_;

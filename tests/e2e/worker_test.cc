@@ -229,6 +229,78 @@ TEST(Worker, EvalRunWithQueueStoresWhatADirectRunStoresAndReportReadsTheQueue) {
   EXPECT_EQ(q1["hidden"]["correct"], 2) << rq.dump(1).substr(0, 3000);
 }
 
+// The modification time and bytes of the one extension a cache built (cache/build/<key>/ext/**.so).
+std::vector<std::pair<fs::path, fs::file_time_type>> built_extensions(const fs::path& cache) {
+  std::vector<std::pair<fs::path, fs::file_time_type>> out;
+  std::error_code ec;
+  if (!fs::is_directory(cache / "build")) return out;
+  for (auto it = fs::recursive_directory_iterator(cache / "build", ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->path().extension() == ".so") out.emplace_back(fs::relative(it->path(), cache), it->last_write_time());
+  }
+  return out;
+}
+
+TEST(Worker, BuildRoleCompilesAndEvalRoleEvaluatesWithTheQueuesBuild) {
+  const fs::path dir = scratch_dir("worker", "roles");
+  const std::string url = "sqlite:" + (dir / "queue.db").string();
+  std::string error;
+  auto q = queue::Queue::open(url, error);
+  ASSERT_NE(q, nullptr) << error;
+  // Separate caches stand in for a CPU build host and a GPU host; the plain build (no precompiled
+  // header wrapper, whose path is under the cache) keeps the two hosts' build commands the same.
+  const nlohmann::json cpu = {{"device", "cpu"}, {"timing", "off"}, {"trials", 1}, {"fast_build", false}};
+  auto honest = q->submit(spec_of("level1/19_ReLU", "problems/level1/19_ReLU.py",
+                                  "examples/level1/19_ReLU/cpu_honest.py", cpu),
+                          error);
+  ASSERT_TRUE(honest) << error;
+  auto broken = q->submit(spec_of("level1/19_ReLU", "problems/level1/19_ReLU.py",
+                                  "examples/level1/19_ReLU/cpu_compile_error.py", cpu),
+                          error);
+  ASSERT_TRUE(broken) << error;
+  const fs::path build_cache = dir / "build-host", eval_cache = dir / "gpu-host";
+
+  // An eval worker alone finds nothing to do: both jobs wait for their build.
+  Outcome idle = run_kbv({"worker", "--queue", url, "--role", "eval", "--drain"}, {}, 600, eval_cache.string());
+  EXPECT_EQ(idle.code, 0) << idle.output;
+  EXPECT_EQ(q->get(*honest, error)->state, queue::State::queued);
+
+  Outcome build = run_kbv({"worker", "--queue", url, "--role", "build", "--drain"}, {}, 1500, build_cache.string());
+  ASSERT_EQ(build.code, 0) << build.output;
+  EXPECT_NE(build.output.find("1 build(s) put in the queue"), std::string::npos) << build.output;
+  // The compile error is the build worker's to report: the job is done with kbv eval's record.
+  auto failed = q->get(*broken, error);
+  ASSERT_TRUE(failed) << error;
+  ASSERT_EQ(failed->state, queue::State::done) << failed->error << "\n" << build.output;
+  EXPECT_EQ(failed->record.value("verdict", ""), "compile_error") << failed->record.dump(2).substr(0, 2000);
+  RecordRead read = record_from_json(failed->record);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_EQ(to_json(read.record), failed->record);
+  // The honest one waits for an eval worker, its build in the queue.
+  auto waiting = q->get(*honest, error);
+  ASSERT_TRUE(waiting) << error;
+  EXPECT_EQ(waiting->state, queue::State::queued);
+  EXPECT_EQ(waiting->stage, queue::kStageEval);
+  const auto built = built_extensions(build_cache);
+  ASSERT_EQ(built.size(), 1u) << build.output;
+
+  Outcome eval = run_kbv({"worker", "--queue", url, "--role", "eval", "--drain"}, {}, 1500, eval_cache.string());
+  ASSERT_EQ(eval.code, 0) << eval.output;
+  EXPECT_NE(eval.output.find("builds: 1 from the queue, 0 compiled here, 0 from the queue compiled again at load"), std::string::npos) << eval.output;
+  auto job = q->get(*honest, error);
+  ASSERT_TRUE(job) << error;
+  ASSERT_EQ(job->state, queue::State::done) << job->error << "\n" << eval.output;
+  EXPECT_EQ(job->record.value("verdict", ""), "correct") << job->record.dump(2).substr(0, 2000);
+  EXPECT_EQ(job->record["build"].value("cached", false), true) << job->record["build"].dump();
+  // The eval host never compiled: its extension is the build host's, its time the build's (a
+  // rebuild by ninja at load would have written it anew).
+  const auto fetched = built_extensions(eval_cache);
+  ASSERT_EQ(fetched.size(), 1u) << eval.output;
+  EXPECT_EQ(fetched[0].first, built[0].first);
+  EXPECT_EQ(fetched[0].second, built[0].second) << "the extension was rebuilt on the eval host";
+  EXPECT_EQ(read_file(eval_cache / fetched[0].first).text, read_file(build_cache / built[0].first).text);
+}
+
 TEST(Worker, AnUnusableQueueUrlIsAUsageError) {
   Outcome o = run_kbv({"worker", "--queue", "mysql://nowhere"}, {}, 60);
   EXPECT_EQ(o.code, 2) << o.output;

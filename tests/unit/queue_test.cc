@@ -349,6 +349,72 @@ TEST_P(QueueTest, BlobsAreContentAddressed) {
   EXPECT_EQ(error, "");
 }
 
+TEST_P(QueueTest, BuildStageLeasesOnlyBuildJobsAndHandsThemToEval) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  const std::string a = submit(*q, spec(1));
+  std::string error;
+  EXPECT_EQ(get(*q, a).stage, kStageBuild) << "every job starts in the build stage";
+  // An eval worker finds nothing while the job waits for its build.
+  EXPECT_FALSE(q->lease_stage("eval", 60, kStageEval, error).has_value());
+  EXPECT_EQ(error, "");
+  auto built = q->lease_stage("builder", 60, kStageBuild, error);
+  ASSERT_TRUE(built.has_value()) << error;
+  EXPECT_EQ(built->job_id, a);
+  ASSERT_TRUE(q->to_eval(*built, error)) << error;
+  Job job = get(*q, a);
+  EXPECT_EQ(job.state, State::queued);
+  EXPECT_EQ(job.stage, kStageEval);
+  EXPECT_EQ(job.attempts, 0) << "the evaluation gets its own attempts";
+  EXPECT_FALSE(q->lease_stage("builder", 60, kStageBuild, error).has_value()) << "built once";
+  EXPECT_EQ(error, "");
+  // The same to_eval again (a retry after a dropped connection hid the answer) is recognised.
+  EXPECT_TRUE(q->to_eval(*built, error)) << error;
+  EXPECT_EQ(get(*q, a).stage, kStageEval);
+  auto evaluating = q->lease_stage("eval", 60, kStageEval, error);
+  ASSERT_TRUE(evaluating.has_value()) << error;
+  EXPECT_EQ(evaluating->job_id, a);
+  EXPECT_GT(evaluating->token, built->token);
+  // Once an eval worker holds it, the build worker's stale lease can no longer move it.
+  EXPECT_FALSE(q->to_eval(*built, error));
+  EXPECT_EQ(error, "") << "a lost lease, not a database error";
+  EXPECT_EQ(get(*q, a).state, State::running);
+  ASSERT_TRUE(q->complete(*evaluating, {{"verdict", "correct"}}, error)) << error;
+  EXPECT_EQ(get(*q, a).state, State::done);
+  EXPECT_FALSE(q->lease_stage("x", 60, "compile", error).has_value());
+  EXPECT_NE(error.find("unknown stage"), std::string::npos) << error;
+}
+
+TEST_P(QueueTest, AnyStageIsLeasedByAnAllRoleWorker) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  const std::string a = submit(*q, spec(1));
+  const std::string b = submit(*q, spec(2));
+  std::string error;
+  auto first = q->lease_stage("builder", 60, kStageBuild, error);
+  ASSERT_TRUE(first.has_value()) << error;
+  ASSERT_TRUE(q->to_eval(*first, error)) << error;
+  // lease() (kbv worker --role all) takes queued jobs whatever their stage.
+  std::set<std::string> leased = {lease(*q, "all").job_id, lease(*q, "all").job_id};
+  EXPECT_EQ(leased, (std::set<std::string>{a, b}));
+}
+
+TEST_P(QueueTest, BuildsAreRecordedByKeyOnce) {
+  auto q = open();
+  ASSERT_NE(q, nullptr);
+  const std::string key = sha256_hex("build key"), blob = sha256_hex("blob 1"), other = sha256_hex("blob 2");
+  std::string error;
+  EXPECT_FALSE(q->get_build(key, error).has_value());
+  EXPECT_EQ(error, "");
+  ASSERT_TRUE(q->put_build(key, blob, error)) << error;
+  ASSERT_TRUE(q->put_build(key, other, error)) << "a second put is a no-op: " << error;
+  auto back = q->get_build(key, error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(*back, blob) << "the first build of a key stays";
+  EXPECT_FALSE(q->put_build("../x", blob, error));
+  EXPECT_NE(error.find("not a sha256"), std::string::npos) << error;
+}
+
 TEST_P(QueueTest, ReopenedQueueKeepsItsJobs) {
   std::string id;
   {
@@ -431,6 +497,44 @@ TEST(QueueOpen, SqliteFileThatIsNotADatabaseIsAnError) {
   std::string error;
   EXPECT_EQ(Queue::open("sqlite:" + (dir / "q.db").string(), error), nullptr);
   EXPECT_NE(error.find((dir / "q.db").string()), std::string::npos) << error;
+  fs::remove_all(dir);
+}
+
+TEST(QueueOpen, VersionOneQueueIsUpgradedKeepingItsJobs) {
+  const fs::path dir = fs::temp_directory_path() / ("kbv_queue_v1_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string url = "sqlite:" + (dir / "q.db").string();
+  std::string error, id;
+  {
+    auto q = Queue::open(url, error);
+    ASSERT_NE(q, nullptr) << error;
+    JobSpec s;
+    s.problem_source = "class Model: pass";
+    s.solution_source = "class ModelNew: pass";
+    auto submitted = q->submit(s, error);
+    ASSERT_TRUE(submitted) << error;
+    id = *submitted;
+  }
+  // Back to version 1's shape: no stage column, no build table.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "q.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "DROP INDEX kbv_jobs_by_stage; ALTER TABLE kbv_jobs DROP COLUMN stage; DROP TABLE kbv_builds; "
+                         "UPDATE kbv_queue_meta SET value = '1' WHERE name = 'schema_version'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  auto q = Queue::open(url, error);
+  ASSERT_NE(q, nullptr) << error;
+  auto job = q->get(id, error);
+  ASSERT_TRUE(job) << error;
+  EXPECT_EQ(job->state, State::queued);
+  EXPECT_EQ(job->stage, kStageBuild);
+  EXPECT_TRUE(q->put_build(sha256_hex("k"), sha256_hex("b"), error)) << error;
+  auto leased = q->lease_stage("w", 60, kStageBuild, error);
+  ASSERT_TRUE(leased) << error;
+  EXPECT_EQ(leased->job_id, id);
   fs::remove_all(dir);
 }
 

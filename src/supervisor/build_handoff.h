@@ -1,0 +1,32 @@
+// Built extensions through the queue (kbv worker --role build|eval, docs/QUEUE.md "Build and eval
+// workers"): a build cache entry (cache_dir/build/<key>: ext/ and result.json) packed into one
+// content-addressed blob, recorded under its build key, and unpacked into another host's cache at
+// the same key, so that host's build_cached finds it as if it had built it.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "queue/queue.h"
+
+namespace kbv {
+
+// The entry's regular files and folders (symbolic links and other files are left out: the ext
+// folder is written by candidate code), each with its mode and modification time (ninja decides
+// by them whether the extension is up to date). Error: a message, with empty bytes.
+std::string pack_build_entry(const std::filesystem::path& dir, std::string& error);
+
+// Writes the packed entry into `dir` (under its .kbv-lock, the lock build_cached takes):
+// ext/ first, result.json last, so an entry interrupted midway is not a cached outcome. Paths that
+// are absolute or climb out with ".." are refused. "" or the error.
+std::string unpack_build_entry(const std::string& bytes, const std::filesystem::path& dir);
+
+// Publishes the entry under `key` (a blob, then the key's row; a key already there is left as it
+// is). "" or the error.
+std::string publish_build(queue::Queue& queue, const std::string& key, const std::filesystem::path& dir);
+
+// The entry of `key` from the queue into `dir` when `dir` has no result.json yet. true: it is
+// there now (from the queue); false with an empty error: the queue has no build of this key.
+bool fetch_build(queue::Queue& queue, const std::string& key, const std::filesystem::path& dir, std::string& error);
+
+}  // namespace kbv
