@@ -71,10 +71,12 @@ struct LoadRequest {
   int64_t seed = 42;  // torch.manual_seed before get_init_inputs() and the constructor
   std::optional<nlohmann::json> init_inputs;  // candidate (required there): the reference's wire values
   int cpu_threads = 0;  // CPU: ATen's intra-op threads from the load on (the thread budget; 0: as they are)
+  std::string cpu_sizes;  // reference: "" | "auto" | a factor in (0, 1]: reduced sizes (worker/problem_sizes.h)
 };
 struct LoadProblemReply {
   nlohmann::json init_inputs = nlohmann::json::array();  // wire values (worker/python.h to_wire)
   nlohmann::json overrides = nlohmann::json::object();   // KBV_CPU: global -> repr of its CPU value
+  std::string sizes;  // cpu_sizes: what was scaled and kept, or why nothing was
 };
 struct LoadCandidateReply {
   double load_seconds = 0;
@@ -91,6 +93,8 @@ struct InputShape {  // a tensor (dtype, sizes) or another value (value: its rep
 };
 struct DescribeReply {
   std::vector<InputShape> inputs;
+  std::string draw = "meta";  // "meta": no tensor allocated; "real": drawn with values (note says why)
+  std::string note;
 };
 
 struct KernelbenchSeedsRequest {
@@ -149,6 +153,9 @@ struct LintReply {
   bool training = false;
   std::string precision = "fp32";
   std::optional<std::string> allow_error;
+  // Integer or bool inputs: the reference with every input tensor cast to the precision's floating
+  // dtype, as upstream KernelBench's harness casts them: {"failed": why} or {"comparison": ...}.
+  std::optional<nlohmann::json> upstream_cast;
 };
 
 struct TimeInputsRequest {

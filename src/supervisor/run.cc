@@ -152,7 +152,8 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
     failure = {"problem_error", text.error};
     return nullptr;
   }
-  std::string key = sha256_hex_parts({python_path(problem), text.text, options.device, options.protocol.precision});
+  std::string key = sha256_hex_parts(
+      {python_path(problem), text.text, options.device, options.protocol.precision, options.cpu_sizes});
   if (worker_ && worker_->alive() && key == problem_key_) {
     load_reply = load_reply_;
     return worker_.get();
@@ -172,6 +173,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   if (options.protocol.timing.enabled) load.cpu_threads = cpu_budget(options.protocol.timing.cpu_threads).threads;
   load.precision = options.protocol.precision;
   load.seed = options.protocol.construction_seed;
+  load.cpu_sizes = options.cpu_sizes;
   Reply r = worker_->call(msg::to_json(load), ms(options.timeouts.load_s));
   std::optional<msg::LoadProblemReply> loaded = reply_as<msg::LoadProblemReply>(r);
   if (!loaded) {
