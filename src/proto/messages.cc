@@ -70,10 +70,12 @@ KBV_FIELDS(LoadRequest) {
   v("init_inputs", m.init_inputs);
   v("cpu_threads", m.cpu_threads);
   v("reference_precision", m.reference_precision);
+  v("cpu_sizes", m.cpu_sizes);
 }
 KBV_FIELDS(LoadProblemReply) {
   v("init_inputs", m.init_inputs);
   v("overrides", m.overrides);
+  v("sizes", m.sizes);
 }
 KBV_FIELDS(LoadCandidateReply) { v("load_seconds", m.load_seconds); }
 KBV_FIELDS(DescribeRequest) { v("seed", m.seed); }
@@ -82,7 +84,11 @@ KBV_FIELDS(InputShape) {
   v("sizes", m.sizes);
   v("value", m.value);
 }
-KBV_FIELDS(DescribeReply) { v.list("inputs", m.inputs); }
+KBV_FIELDS(DescribeReply) {
+  v.list("inputs", m.inputs);
+  v("draw", m.draw);
+  v("note", m.note);
+}
 KBV_FIELDS(KernelbenchSeedsRequest) { v("n", m.n); }
 KBV_FIELDS(KernelbenchSeedsReply) { v("seeds", m.seeds); }
 KBV_FIELDS(InputsRequest) {
@@ -126,6 +132,7 @@ KBV_FIELDS(LintReply) {
   v("training", m.training);
   v("precision", m.precision);
   v("allow_error", m.allow_error);
+  v("upstream_cast", m.upstream_cast);
 }
 KBV_FIELDS(TimeInputsRequest) {
   v.required("seeds", m.seeds);

@@ -72,10 +72,12 @@ struct LoadRequest {
   std::optional<nlohmann::json> init_inputs;  // candidate (required there): the reference's wire values
   int cpu_threads = 0;  // CPU: ATen's intra-op threads from the load on (the thread budget; 0: as they are)
   std::string reference_precision = "fp32-strict";  // reference: "fp32-strict" | "torch-default" (cuDNN TF32 on)
+  std::string cpu_sizes;  // reference: "" | "auto" | a factor in (0, 1]: reduced sizes (worker/problem_sizes.h)
 };
 struct LoadProblemReply {
   nlohmann::json init_inputs = nlohmann::json::array();  // wire values (worker/python.h to_wire)
   nlohmann::json overrides = nlohmann::json::object();   // KBV_CPU: global -> repr of its CPU value
+  std::string sizes;  // cpu_sizes: what was scaled and kept, or why nothing was
 };
 struct LoadCandidateReply {
   double load_seconds = 0;
@@ -92,6 +94,8 @@ struct InputShape {  // a tensor (dtype, sizes) or another value (value: its rep
 };
 struct DescribeReply {
   std::vector<InputShape> inputs;
+  std::string draw = "meta";  // "meta": no tensor allocated; "real": drawn with values (note says why)
+  std::string note;
 };
 
 struct KernelbenchSeedsRequest {
@@ -154,6 +158,9 @@ struct LintReply {
   bool training = false;
   std::string precision = "fp32";
   std::optional<std::string> allow_error;
+  // Integer or bool inputs: the reference with every input tensor cast to the precision's floating
+  // dtype, as upstream KernelBench's harness casts them: {"failed": why} or {"comparison": ...}.
+  std::optional<nlohmann::json> upstream_cast;
 };
 
 struct TimeInputsRequest {

@@ -61,7 +61,7 @@ std::string comparison_numbers(const json& c) {
 
 std::vector<ProblemFinding> problem_findings(const std::string& path, const std::vector<ProblemDraw>& draws) {
   std::vector<Sighting> seen;
-  json inputs, allow = json::object();
+  json inputs, upstream_cast, allow = json::object();
   std::string allow_error;
   std::set<std::string> dropout;
   // Outputs (of more than one element) that are one value throughout under a distribution, e.g.
@@ -88,6 +88,8 @@ std::vector<ProblemFinding> problem_findings(const std::string& path, const std:
     }
     const json& r = d.reply;
     if (inputs.is_null() && r.contains("inputs")) inputs = r["inputs"];
+    if (upstream_cast.is_null() && r.contains("upstream_cast") && r["upstream_cast"].is_object())
+      upstream_cast = r["upstream_cast"];
     if (r.contains("allow") && r["allow"].is_object()) allow = r["allow"];
     if (r.contains("allow_error")) allow_error = r["allow_error"];
     for (const auto& m : r.value("dropout", json::array())) dropout.insert(m.get<std::string>());
@@ -199,6 +201,20 @@ std::vector<ProblemFinding> problem_findings(const std::string& path, const std:
       }
     }
   }
+  if (upstream_cast.is_object()) {
+    // Upstream KernelBench's harness casts every input tensor, integers included; kbv never does.
+    const std::string dtype = upstream_cast.value("dtype", std::string("float32"));
+    const std::string how = "under upstream KernelBench's harness, which casts every input tensor to " + dtype +
+                            " (integer inputs included; kbv never casts them), ";
+    std::string differs;
+    for (const auto& c : upstream_cast.value("comparisons", json::array()))
+      if (!c.value("passed", true) && differs.empty()) differs = comparison_numbers(c);
+    if (upstream_cast.contains("failed"))
+      seen.push_back({"upstream_cast", "note", -1, "", how + "the reference fails: a kernel cannot be judged there",
+                      upstream_cast["failed"].get<std::string>()});
+    else if (!differs.empty())
+      seen.push_back({"upstream_cast", "note", -1, "", how + "the reference computes something else", differs});
+  }
   if (!allow_error.empty()) seen.push_back({"allow_error", "finding", -1, "", allow_error, ""});
 
   // Merge sightings of the same rule on the same output, in first-seen order.
@@ -270,6 +286,10 @@ json lint_one(const Target& t, const ProblemLintOptions& opt, ReferenceHost& hos
     msg::LoadProblemReply load;
     FailureKind failure;
     WorkerProcess* w = host.get(t.path, opt.eval, load, failure);
+    if (w && !load.sizes.empty()) {
+      row["sizes"] = load.sizes;
+      row["overrides"] = load.overrides;
+    }
     if (!w) {
       draw.distribution = Distribution{"", 1.0};  // loading does not depend on the distribution
       draw.failure = failure.message;
@@ -351,6 +371,7 @@ ProblemLintResult lint_problems(const ProblemLintOptions& opt, const Notify& not
         if (allowed) state += fmt::format(", {} allowed", allowed);
         if (notes) state += fmt::format(", {} note(s)", notes);
         std::string lines = fmt::format("[{}/{}] {}: {}", finished, targets.size(), row["path"].get<std::string>(), state);
+        if (row.contains("sizes")) lines += "\n    sizes " + row["sizes"].get<std::string>();
         for (const auto& f : row["findings"]) {
           std::string tag = f["severity"] == "note" ? "note" : f.contains("allowed") ? "allowed" : "FINDING";
           lines += fmt::format("\n    {} [{}] {}", tag, f["rule"].get<std::string>(), f["message"].get<std::string>());

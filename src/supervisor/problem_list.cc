@@ -31,6 +31,9 @@ ProblemListResult list_problems(const ProblemListOptions& opt, const Notify& not
         described = reply_as<msg::DescribeReply>(r);
       }
       if (described) {
+        row.draw = described->draw;
+        row.draw_note = described->note;
+        row.sizes = load.sizes;
         row.inputs = nlohmann::json::array();
         for (const auto& i : described->inputs) {
           row.inputs.push_back(msg::to_json(i));

@@ -1,5 +1,6 @@
 // `kbv problems`: the problems of a dataset root and, loaded by a reference worker, the shapes of
-// one get_inputs() draw of each.
+// one get_inputs() draw of each, drawn on torch's meta device (no tensor allocated) unless
+// get_inputs() needs values.
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -26,6 +27,9 @@ struct ProblemListing {
   nlohmann::json inputs;  // shapes: [{"dtype", "sizes"} | {"value"}, ...]; null when not asked or failed
   std::string shapes;     // the same in one line: "float32[16x64], 3"; "error: ..." when it failed
   std::string error;      // why the problem could not be described
+  std::string draw;       // "meta" (shapes without tensors) or "real" (drawn with values: draw_note says why)
+  std::string draw_note;
+  std::string sizes;      // --cpu-sizes: what was scaled and kept (the shapes are at those sizes)
 };
 
 struct ProblemListResult {

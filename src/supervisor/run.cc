@@ -156,7 +156,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
     return nullptr;
   }
   std::string key = sha256_hex_parts({python_path(problem), text.text, options.device, options.protocol.precision,
-                                      options.protocol.reference_precision});
+                                      options.protocol.reference_precision, options.cpu_sizes});
   if (worker_ && worker_->alive() && key == problem_key_) {
     load_reply = load_reply_;
     return worker_.get();
@@ -177,6 +177,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   load.precision = options.protocol.precision;
   load.reference_precision = options.protocol.reference_precision;
   load.seed = options.protocol.construction_seed;
+  load.cpu_sizes = options.cpu_sizes;
   Reply r = worker_->call(msg::to_json(load), ms(options.timeouts.load_s));
   std::optional<msg::LoadProblemReply> loaded = reply_as<msg::LoadProblemReply>(r);
   if (!loaded) {

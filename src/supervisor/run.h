@@ -49,6 +49,7 @@ struct EvalOptions {
   WorkerConfig worker;
   std::optional<int> gpu;             // CUDA_VISIBLE_DEVICES for the workers of this evaluation
   bool fast_build = true;             // --fast-build (compile/pch.h)
+  std::string cpu_sizes;              // reference: "" | "auto" | a factor (lint-problems --cpu-sizes)
 };
 
 // Starts a reference worker once to learn the torch version and whether a GPU is visible.

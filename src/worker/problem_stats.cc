@@ -53,6 +53,50 @@ json fp64_check(ReferenceState& s, const std::vector<py::object>& args, const st
   return result;
 }
 
+// Upstream KernelBench's harness casts every input tensor to the precision's dtype, integers and
+// bools included (eval.py `_process_input_tensor`: `input.to(dtype=precision)`); kbv never casts
+// them. With an integer or bool input the reference runs once more as upstream would run it (on
+// a copy of the model): {"dtype", "failed": why} or {"dtype", "comparisons": [per output, against
+// the uncast outputs]}. Null when every input tensor is floating.
+json upstream_cast_check(ReferenceState& s, const std::vector<py::object>& args, const std::vector<at::Tensor>& expected,
+                         const Tolerance& tol) {
+  at::ScalarType dtype = s.h.precision == "fp32" ? at::kFloat : s.h.dtype;
+  std::vector<py::object> cast;
+  bool any = false;
+  for (const auto& arg : args) {
+    if (THPVariable_Check(arg.ptr()) && !at::isFloatingType(THPVariable_Unpack(arg.ptr()).scalar_type())) {
+      any = true;
+      cast.push_back(wrap(THPVariable_Unpack(arg.ptr()).to(dtype)));
+    } else {
+      cast.push_back(arg);
+    }
+  }
+  if (!any) return nullptr;
+  json result = {{"dtype", dtype_name(dtype)}};
+  py::object saved = s.h.model;
+  try {
+    s.h.model = py::module_::import("copy").attr("deepcopy")(saved);
+    double seconds = 0;
+    py::object out = s.h.forward(cast, "problem_error", "its forward failed", seconds);
+    Outputs o = flatten_outputs(out);
+    json comparisons = json::array();
+    for (size_t i = 0; i < expected.size() && i < o.tensors.size(); ++i)
+      comparisons.push_back(compare_tensors(expected[i], o.tensors[i].detach(), tol).to_json());
+    if (o.tensors.size() != expected.size())
+      result["failed"] = fmt::format("it returns {} output(s) where the uncast call returns {}", o.tensors.size(),
+                                     expected.size());
+    result["comparisons"] = comparisons;
+  } catch (const WorkerError& e) {
+    result["failed"] = e.message;
+  } catch (py::error_already_set& e) {
+    result["failed"] = python_error("problem_error", "its forward failed", e).message;
+  } catch (const std::exception& e) {
+    result["failed"] = std::string("its forward failed: ") + e.what();
+  }
+  s.h.model = saved;
+  return result;
+}
+
 struct Draws {
   ReferenceState& s;
   const msg::LintRequest& request;
@@ -61,6 +105,7 @@ struct Draws {
   json inputs = json::array();
   json fp64 = nullptr;  // float64 cross-check of draw A, per output (or why it did not run)
   json reduced_check = nullptr;  // below fp32: draw A's reference against the fp32 model, per output
+  json upstream_cast = nullptr;  // integer/bool inputs: upstream_cast_check of draw A
 
   // A description of an input of draw A.
   static json describe_input(size_t i, const at::Tensor& t) {
@@ -110,6 +155,7 @@ struct Draws {
     double seconds = 0;
     std::vector<at::Tensor> result = reference_outputs(s, args, "the reference Model's forward failed", seconds);
     if (describe) fp64 = fp64_check(s, args, result, tol);
+    if (describe) upstream_cast = upstream_cast_check(s, args, result, tol);
     if (describe && h.precision != "fp32") reduced_check = fp32_cross_check(s, fp32_args, result, tol);
     return result;
   }
@@ -220,6 +266,7 @@ msg::LintReply problem_statistics(ReferenceState& s, const msg::LintRequest& req
   b.clear();
   release_cached_memory(s.h.device);
   reply.inputs = draws.inputs;
+  if (!draws.upstream_cast.is_null()) reply.upstream_cast = draws.upstream_cast;
   reply.training = s.h.model.attr("training").cast<bool>();
   reply.precision = s.h.precision;
   return reply;

@@ -7,6 +7,7 @@
 #include "check/precision.h"
 #include "worker/audit.h"
 #include "worker/memory.h"
+#include "worker/problem_sizes.h"
 #include "worker/problem_stats.h"
 #include "worker/python.h"
 
@@ -118,6 +119,20 @@ msg::LoadProblemReply load_problem(ReferenceState& s, const msg::LoadRequest& re
       reply.overrides[key] = py::str(py::repr(item.second)).cast<std::string>();
     }
   }
+  // Reduced sizes (lint-problems --cpu-sizes), after KBV_CPU and applied the same way.
+  if (!request.cpu_sizes.empty()) {
+    ReducedSizes r;
+    try {
+      r = reduced_sizes(h.module, request.cpu_sizes);
+    } catch (py::error_already_set& e) {
+      throw python_error("problem_error", path + ": reducing the sizes failed", e);
+    }
+    for (const auto& [key, value] : r.overrides) {
+      h.module.attr(key.c_str()) = value;
+      reply.overrides[key] = py::str(py::repr(value)).cast<std::string>();
+    }
+    reply.sizes = r.error.empty() ? r.summary : "not reduced: " + r.error;
+  }
   try {
     torch::manual_seed(request.seed);
     py::list init = h.module.attr("get_init_inputs")();
@@ -138,12 +153,22 @@ msg::LoadProblemReply load_problem(ReferenceState& s, const msg::LoadRequest& re
   return reply;
 }
 
-// Input shapes and dtypes of one get_inputs() draw (for `kbv problems`).
+// Input shapes and dtypes of one get_inputs() draw (for `kbv problems`): on the meta device (no
+// tensor allocated), else a real draw and the reason.
 msg::DescribeReply describe(ReferenceState& s, const msg::DescribeRequest& request) {
   torch::manual_seed(request.seed);
   msg::DescribeReply reply;
   try {
-    py::list inputs = s.h.module.attr("get_inputs")();
+    MetaDraw meta = meta_inputs(s.h.module);
+    py::list inputs;
+    if (meta.inputs.is_none()) {
+      reply.draw = "real";
+      reply.note = meta.why;
+      torch::manual_seed(request.seed);
+      inputs = s.h.module.attr("get_inputs")();
+    } else {
+      inputs = meta.inputs;
+    }
     for (auto item : inputs) {
       msg::InputShape shape;
       if (THPVariable_Check(item.ptr())) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <optional>
 #include <regex>
@@ -667,6 +668,40 @@ TEST(Problems, JsonListForScripts) {
   EXPECT_TRUE(rows[0].contains("error")) << "a broken problem is listed with its error";
   EXPECT_EQ(rows[1]["name"], "26_GELU_.py");
   EXPECT_EQ(rows[1]["inputs"][0]["dtype"], "float32");
+}
+
+// tests/data/shapes: a 4 PiB input listed from a meta-device draw (a real draw cannot be made),
+// a get_inputs() that needs values drawn for real with the reason, and --cpu-sizes.
+TEST(Problems, ListsShapesWithoutAllocatingAndSaysWhenItDrawsValues) {
+  Outcome o = run_kbv({"problems", (kSource / "tests/data/shapes").string(), "--device", "cpu", "--json"});
+  ASSERT_EQ(o.code, 0) << o.output;
+  json rows = json::parse(o.output.substr(o.output.find('[')), nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << o.output;
+  std::map<std::string, json> by_name;
+  for (const auto& r : rows) by_name[r["name"].get<std::string>()] = r;
+  const json& huge = by_name["1_Huge_input_ReLU.py"];
+  ASSERT_TRUE(huge.contains("inputs")) << huge.dump(2);
+  EXPECT_EQ(huge["inputs"][0]["sizes"], json::array({int64_t{1} << 40, 1024})) << huge.dump(2);
+  EXPECT_EQ(huge["draw"], "meta") << huge.dump(2);
+  const json& ce = by_name["3_Cross_entropy_integer_targets.py"];
+  EXPECT_EQ(ce["inputs"][1]["dtype"], "int64") << ce.dump(2);
+  EXPECT_EQ(ce["draw"], "meta");
+  const json& values = by_name["4_Data_dependent_inputs.py"];
+  EXPECT_EQ(values["draw"], "real") << values.dump(2);
+  EXPECT_NE(values.value("draw_note", "").find(".item()"), std::string::npos) << values.dump(2);
+  EXPECT_EQ(values["inputs"][0]["sizes"][1], 16) << values.dump(2);
+
+  // Reduced sizes: the batch shrinks, the softmax's row stays.
+  Outcome r = run_kbv({"problems", (kSource / "tests/data/shapes").string(), "--device", "cpu",
+                       "--json", "--cpu-sizes", "auto"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  json reduced = json::parse(r.output.substr(r.output.find('[')), nullptr, false);
+  ASSERT_TRUE(reduced.is_array()) << r.output;
+  for (const auto& row : reduced) {
+    if (row["name"] != "2_Softmax_wide_rows.py") continue;
+    EXPECT_EQ(row["inputs"][0]["sizes"], json::array({32, 65536})) << row.dump(2);
+    EXPECT_NE(row.value("sizes", "").find("kept: dim=65536 (_softmax)"), std::string::npos) << row.dump(2);
+  }
 }
 
 }  // namespace

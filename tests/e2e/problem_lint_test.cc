@@ -115,6 +115,37 @@ TEST(LintProblems, FindsTheKnownDegenerateProblems) {
   }
 }
 
+// --cpu-sizes auto on tests/data/shapes: the softmax's 65536-long rows are kept while the batch
+// shrinks, so an all-zero output still passes elementwise (as at full size); the integer targets
+// are flagged as failing under upstream's casting.
+TEST(LintProblems, ReducedSizesKeepTheReducedDimensionAndUpstreamCastIsSaid) {
+  fs::path dir = temp_dir("cpu_sizes");
+  fs::create_directories(dir / "level1");
+  for (const char* f : {"2_Softmax_wide_rows.py", "3_Cross_entropy_integer_targets.py"})
+    fs::copy_file(kSource / "tests/data/shapes/level1" / f, dir / "level1" / f);
+  Outcome o = lint({dir.string(), "--cpu-sizes", "auto", "--jobs", "2"}, dir / "lint.json");
+  ASSERT_TRUE(o.record.is_object()) << o.output;
+  const json* softmax = problem_of(o.record, "2_Softmax_wide_rows.py");
+  ASSERT_NE(softmax, nullptr) << o.output;
+  EXPECT_EQ(softmax->value("overrides", json::object()), (json{{"batch_size", "32"}})) << softmax->dump(2);
+  EXPECT_NE(softmax->value("sizes", "").find("kept: dim=65536 (_softmax)"), std::string::npos) << softmax->dump(2);
+  EXPECT_EQ(rules_of(o.record, "2_Softmax_wide_rows.py")["zeros_elementwise"], (std::set<std::string>{"D1", "D2", "D3", "D4"}))
+      << o.output;
+  EXPECT_NE(o.output.find("sizes x"), std::string::npos) << "the progress line says what was scaled: " << o.output;
+
+  const json* ce = problem_of(o.record, "3_Cross_entropy_integer_targets.py");
+  ASSERT_NE(ce, nullptr) << o.output;
+  EXPECT_EQ(ce->value("overrides", json::object()), (json{{"batch_size", "512"}})) << ce->dump(2);
+  auto rules = rules_of(o.record, "3_Cross_entropy_integer_targets.py");
+  EXPECT_TRUE(rules.count("integer_input")) << o.output;
+  ASSERT_TRUE(rules.count("upstream_cast")) << o.output;
+  for (const auto& f : ce->at("findings"))
+    if (f["rule"] == "upstream_cast") {
+      EXPECT_EQ(f["severity"], "note");
+      EXPECT_NE(f["message"].get<std::string>().find("the reference fails"), std::string::npos) << f.dump();
+    }
+}
+
 TEST(LintProblems, AllowKeepsAFindingWithItsReasonAndBadAllowsAreFindings) {
   fs::path dir = temp_dir("allow");
   const std::string body =

@@ -212,6 +212,40 @@ TEST(ProblemLint, DropoutIntegerInputsAndIntegerValuedFloats) {
   EXPECT_NE(ii->message.find("input 1 (int64 [8])"), std::string::npos) << ii->message;
 }
 
+// Upstream's harness casts every input tensor to float32, integer targets included.
+TEST(ProblemLint, UpstreamCastFailureOrChangeIsSaidAndAgreementIsSilent) {
+  auto with_cast = [](const json& cast) {
+    auto draws = draws_with([](const Distribution&) { return good_output(); });
+    for (auto& d : draws) {
+      d.reply["inputs"] = {{{"index", 0}, {"dtype", "float32"}, {"sizes", {8, 4}}, {"floating", true},
+                            {"integer_valued", false}},
+                           {{"index", 1}, {"dtype", "int64"}, {"sizes", {8}}, {"floating", false}}};
+      d.reply["upstream_cast"] = cast;
+    }
+    return problem_findings(kPath, draws);
+  };
+  auto failing = with_cast({{"dtype", "float32"}, {"failed", "its forward failed: RuntimeError: expected scalar type Long"}});
+  const ProblemFinding* f = find(failing, "upstream_cast");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "note");
+  EXPECT_TRUE(f->distributions.empty());
+  EXPECT_NE(f->message.find(kPath), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("casts every input tensor to float32"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("the reference fails"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("expected scalar type Long"), std::string::npos) << f->message;
+  EXPECT_NE(find(failing, "integer_input"), nullptr);
+  EXPECT_TRUE(problems_clean(failing)) << "kbv passes integers as they are: the problem judges kernels here";
+
+  auto differs = with_cast({{"dtype", "float32"}, {"comparisons", json::array({failed_comparison(0.7, 8, 8)})}});
+  const ProblemFinding* d = find(differs, "upstream_cast");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->message.find("computes something else"), std::string::npos) << d->message;
+  EXPECT_NE(d->message.find("relative L2 0.7"), std::string::npos) << d->message;
+
+  auto same = with_cast({{"dtype", "float32"}, {"comparisons", json::array({passed_comparison(0.0, 8)})}});
+  EXPECT_EQ(find(same, "upstream_cast"), nullptr);
+}
+
 TEST(ProblemLint, AllowedFindingsKeepTheReasonAndUnusedAllowsAreNoted) {
   auto draws = draws_with([](const Distribution&) {
     json o = good_output();

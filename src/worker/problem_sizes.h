@@ -1,0 +1,32 @@
+// Problem sizes without tensors (docs/PROBLEMS.md "Shapes without tensors", "Reduced sizes"):
+// get_inputs() on torch's meta device for `kbv problems`, and reduced sizes for `kbv
+// lint-problems --cpu-sizes`: the module-level integer size constants that get_inputs() and
+// get_init_inputs() read, scaled, except those a reduction or normalisation of the reference's
+// forward runs over (found by tracing the forward on meta tensors). The reduced sizes become
+// module overrides, applied as KBV_CPU's are.
+#pragma once
+#include <map>
+#include <string>
+
+#include <torch/extension.h>
+
+namespace kbv {
+
+// One get_inputs() draw on the meta device: `inputs` (a list) when every input came out of it
+// without values; otherwise `inputs` is None and `why` says why (the caller draws for real).
+struct MetaDraw {
+  pybind11::object inputs;
+  std::string why;
+};
+MetaDraw meta_inputs(pybind11::object module);
+
+struct ReducedSizes {
+  std::map<std::string, pybind11::object> overrides;  // global -> its reduced value
+  std::string summary;  // one line: the factor, what was scaled, what was kept and why
+  std::string error;    // the sizes could not be reduced (the problem is loaded as it is)
+};
+// `spec`: "auto" (the largest factor 1/2^k at which the inputs, parameters and outputs of one
+// call fit in 16 MiB) or a factor in (0, 1]. The module's globals are left as they were.
+ReducedSizes reduced_sizes(pybind11::object module, const std::string& spec);
+
+}  // namespace kbv
