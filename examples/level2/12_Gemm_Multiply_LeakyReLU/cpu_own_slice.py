@@ -1,9 +1,9 @@
-# Attack on the ablation (T11, known limit): PyTorch computes the whole output, then the own
-# epilogue recomputes one element (out[0, 0]) from the GEMM's output. Own code does reach the
-# output, so the ablation calls it reached (1 element of batch x out_features changes), and the
-# own calls replayed alone are all own code. kbv reports the reach (audit.ablation) and the share
-# (compute.forward_own_share) as measurements; no rule rejects a sliver (docs/POLICY.md, issue 29).
-# Expected verdict: rejected, once a rule exists (pending in the manifest).
+# Attack on the ablation (T11): PyTorch computes the whole output, then the own epilogue
+# recomputes one element (out[0, 0]) from the GEMM's output. Own code does reach the output, so
+# the ablation calls it reached (1 element of batch x out_features changes); but the own call,
+# replayed alone under the CPU sampler, spends its samples in pybind11 glue and ATen's allocation,
+# not in own code. A larger slice (a row) would pass (docs/POLICY.md, issue 29).
+# Expected verdict: rejected (no_custom_compute: replayed alone, the one-element own call is glue).
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
