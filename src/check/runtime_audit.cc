@@ -203,7 +203,13 @@ json cpu_compute(const json& observation) {
             {"math", top(math)},
             {"calls", calls},
             {"cpu_ms_per_call", cpu_ms / calls},
-            {"period_ms", observation.value("period_ms", 0.0)}};
+            {"period_ms", observation.value("period_ms", 0.0)},
+            {"scope", observation.value("scope", "forward")}};
+  // The own calls' part of the forward's CPU time (a measurement: issue 29).
+  const double forward_ms = observation.value("forward_cpu_ms", 0.0);
+  if (forward_ms > 0 && observation.contains("own_call_cpu_ms"))
+    j["forward_own_share"] = std::min(1.0, observation.value("own_call_cpu_ms", 0.0) / forward_ms);
+  if (observation.contains("replay_error")) j["replay_error"] = observation["replay_error"];
   return j;
 }
 
@@ -226,6 +232,68 @@ std::string audit_undecided(const json& observation, const json& compute) {
   return "";
 }
 
+ReachCall own_reach(const json& ablation) {
+  ReachCall r;
+  if (!ablation.is_object() || !ablation.value("ran", false)) {
+    r.why = ablation.is_object() ? ablation.value("reason", "the ablation did not run") : "the ablation did not run";
+    return r;
+  }
+  std::string functions;
+  for (const auto& f : ablation.value("functions", json::array())) {
+    if (!functions.empty()) functions += ", ";
+    functions += f.is_string() ? f.get<std::string>() : f.dump();
+    if (functions.size() > 200) break;
+  }
+  if (ablation.contains("error")) {
+    r.why = "the ablation could not poison the own calls' results: " + ablation.value("error", "");
+    return r;
+  }
+  const int64_t own_calls = ablation.value("own_calls", int64_t{0});
+  if (own_calls <= 0) {
+    r.reach = Reach::not_reached;
+    r.why = fmt::format("none of the candidate's own extension functions ({}) was called during forward", functions);
+    return r;
+  }
+  if (ablation.contains("raised")) {
+    r.reach = Reach::reached;
+    r.fraction = 1.0;
+    r.why = "forward raised when its own functions' results were replaced by wrong values: " +
+            ablation.value("raised", "");
+    return r;
+  }
+  const int64_t replaced = ablation.value("outputs_replaced", int64_t{0});
+  const int64_t overwritten = ablation.value("elements_overwritten", int64_t{0});
+  if (replaced <= 0 && overwritten <= 0) {
+    r.reach = Reach::not_reached;
+    r.why = fmt::format("the own functions ({}) were called {} time(s) during forward but returned no tensor and "
+                        "changed none of their tensor arguments",
+                        functions, own_calls);
+    return r;
+  }
+  const json outputs = ablation.value("outputs", json::array());
+  int64_t changed = 0, numel = 0;
+  for (const auto& o : outputs) {
+    const int64_t c = o.value("changed", int64_t{0}), n = o.value("numel", int64_t{0});
+    changed += std::max<int64_t>(c, 0);
+    numel += std::max<int64_t>(n, 0);
+    if (n > 0) r.fraction = std::max(r.fraction, static_cast<double>(std::clamp<int64_t>(c, 0, n)) / static_cast<double>(n));
+  }
+  if (ablation.contains("outputs_note") || changed > 0) {
+    r.reach = Reach::reached;
+    if (ablation.contains("outputs_note")) r.fraction = 1.0;
+    r.why = fmt::format("{} of {} output element(s) changed beyond tolerance when the {} tensor(s) returned and {} "
+                        "element(s) written by {} own call(s) were replaced by wrong values",
+                        changed, numel, replaced, overwritten, own_calls);
+    return r;
+  }
+  r.reach = Reach::not_reached;
+  r.why = fmt::format("with the {} tensor(s) returned and {} element(s) written by {} call(s) of the own functions "
+                      "({}) replaced by wrong finite values, none of the {} output element(s) changed beyond "
+                      "tolerance: nothing the candidate's own code computes reaches the output",
+                      replaced, overwritten, own_calls, functions, numel);
+  return r;
+}
+
 json runtime_findings(const json& audit, const json& reference_aliases, const json& stale_check,
                       const json& compute) {
   json findings = json::array();
@@ -234,10 +302,17 @@ json runtime_findings(const json& audit, const json& reference_aliases, const js
     findings.push_back(make_finding(rule, severity, message, evidence, cheat ? cheat : "").to_json());
   };
 
-  // T11: none of the audited CPU time was spent in the candidate's own compiled code.
-  if (compute.is_object() && compute.value("method", "") == "cpu-sampling") {
+  // T11: nothing the candidate's own code computes reaches the output (the ablation; both devices).
+  const ReachCall reach = own_reach(audit.value("ablation", json()));
+  if (reach.reach == Reach::not_reached)
+    add("no_custom_compute", "reject", reach.why + ": the work was done by library code",
+        "ablation: the model called with its own functions' results replaced by wrong values (audit.ablation)", "T11");
+  // T11: (almost) none of the sampled CPU time of the own calls replayed alone, or of the whole
+  // forward when there were no own calls to replay, was spent in the candidate's own code.
+  if (reach.reach != Reach::not_reached && compute.is_object() && compute.value("method", "") == "cpu-sampling") {
     int64_t samples = compute.value("samples", int64_t{0});
     double share = compute.value("own_share", 0.0);
+    const bool own_calls = compute.value("scope", "forward") == "own_calls";
     if (samples >= kMinComputeSamples && share < kMinOwnShare) {
       std::string where;
       for (const auto& l : compute.value("library", json::array())) {
@@ -247,9 +322,11 @@ json runtime_findings(const json& audit, const json& reference_aliases, const js
         if (where.size() > 200) break;
       }
       add("no_custom_compute", "reject",
-          fmt::format("{:.2f}% of the {} CPU samples of {} audited forward call(s) fell in the candidate's own "
-                      "compiled code (below {}%): the work was done by library code ({})",
-                      100.0 * share, samples, compute.value("calls", 0), 100.0 * kMinOwnShare, where),
+          fmt::format("{:.2f}% of the {} CPU samples of {} {} fell in the candidate's own compiled code (below "
+                      "{}%): the work was done by library code ({})",
+                      100.0 * share, samples, compute.value("calls", 0),
+                      own_calls ? "replay(s) of its own extension calls, alone," : "audited forward call(s)",
+                      100.0 * kMinOwnShare, where),
           "CPU sampling of the audited calls (compute.library)", "T11");
     }
   }

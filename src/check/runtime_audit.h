@@ -72,6 +72,27 @@ std::string audit_undecided(const nlohmann::json& observation, const nlohmann::j
 inline constexpr double kShareZ = 3.0;
 ShareCall call_own_share(int64_t own, int64_t counted, double min_share = kMinOwnShare);
 
+// Whether anything the candidate's own code computed reaches the output (issue 29), from the
+// worker's ablation (worker/own_calls.h, poison mode; the `ablation` object of the second audit
+// phase): the model called once more with every tensor its own extension functions returned or
+// wrote in place replaced by wrong finite values, and its outputs compared with the genuine ones
+// under the protocol's tolerance.
+//   not_applicable: the ablation did not run (no pybind11 function of the extension folder was
+//                   found: Triton, ctypes) or could not poison; the sampled share decides alone.
+//   not_reached:    no own function was called during forward, the own calls returned and wrote
+//                   no tensor, or no output element changed beyond tolerance: the candidate's own
+//                   code computes nothing that reaches the output (a dummy call, a result dropped,
+//                   multiplied by 0 or scrubbed with nan_to_num). A fallback must do this.
+//   reached:        some output element changed (or forward raised on the wrong values).
+// `fraction` is the largest share of one output's elements that changed (a measurement).
+enum class Reach { not_applicable, not_reached, reached };
+struct ReachCall {
+  Reach reach = Reach::not_applicable;
+  std::string why;  // one sentence, for the finding or the record
+  double fraction = 0.0;
+};
+ReachCall own_reach(const nlohmann::json& ablation);
+
 // All runtime-audit findings for one candidate, in the record's findings[] form.
 //   audit:     the candidate worker's reply to its two audit calls, merged:
 //              {"threads": [...], "aliases": [...], "determinism": [...], "compute": {...}}
@@ -81,6 +102,10 @@ ShareCall call_own_share(int64_t own, int64_t counted, double min_share = kMinOw
 //   stale_check: the reference's check of the outputs of the same-storage/new-values call
 //              ({"passed", "reason", ...}); null when it could not run.
 //   compute:   the record's `compute` (cpu_compute's result, or the GPU side's), may be null.
+// no_custom_compute (T11, reject) when own_reach(audit["ablation"]) is not_reached, on either
+// device; on the CPU also when the sampled own share is below kMinOwnShare: of the own calls
+// replayed alone (compute.scope "own_calls": an own function that hands its work to library
+// code, a forwarding wrapper), or of the whole forward when there were none to replay.
 nlohmann::json runtime_findings(const nlohmann::json& audit, const nlohmann::json& reference_aliases,
                                 const nlohmann::json& stale_check, const nlohmann::json& compute);
 

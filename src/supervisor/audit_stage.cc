@@ -117,7 +117,7 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   ref.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
 
   json observed = first_seen->observed;
-  for (const char* k : {"determinism", "determinism_note", "same_as_previous", "stale_skipped"})
+  for (const char* k : {"determinism", "determinism_note", "same_as_previous", "stale_skipped", "ablation"})
     if (second_seen->observed.contains(k)) observed[k] = second_seen->observed[k];
   json compute_obs = observed.value("compute", json::object());
   if (compute_obs.value("method", "") == "cpu-sampling") out.compute = cpu_compute(compute_obs);
@@ -130,6 +130,8 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
   out.details["reference_aliases"] = reference_aliases;
   out.details["determinism"] = observed.value("determinism", json::array());
   if (observed.contains("stale_skipped")) out.details["stale_skipped"] = observed["stale_skipped"];
+  if (observed.contains("ablation")) out.details["ablation"] = observed["ablation"];
+  if (observed.contains("own_calls")) out.details["own_calls"] = observed["own_calls"];
   if (stale_check.is_object()) out.details["same_storage_new_values"] = stale_check;
   out.details["calls"] = compute_obs.value("calls", 1) + 2;
   out.details["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

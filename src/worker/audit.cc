@@ -24,6 +24,8 @@
 #include <fmt/format.h>
 
 #include "check/runtime_audit.h"
+#include "worker/own_calls.h"
+#include "worker/python.h"
 #include "worker/timing.h"
 
 #include <c10/util/Flags.h>
@@ -446,6 +448,9 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
   if (!why_not.empty()) sample = false;
   if (sample && !install_handler(why_not)) sample = false;
 
+  // The candidate's own extension functions (worker/own_calls.h): the first call records their
+  // calls, which the sampler then replays alone.
+  OwnFunctions own(g_own_dir);
   // The trials were the warm-up: threads that exist now (torch's pools) are the baseline.
   std::set<int> before = thread_ids();
   g_count.store(0);
@@ -456,13 +461,16 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
     double c0 = process_cpu_ms();
     g_active.store(sample, std::memory_order_relaxed);
     std::vector<at::Tensor> outs;
+    if (keep) own.record();
     try {
       outs = forward(first_args_);
     } catch (...) {
+      own.off();
       g_active.store(false, std::memory_order_relaxed);
       if (sample) arm_timer(false);
       throw;
     }
+    own.off();
     g_active.store(false, std::memory_order_relaxed);
     cpu_ms += process_cpu_ms() - c0;
     ++calls;
@@ -489,6 +497,58 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
   // Threads the call left behind, watched for 300 ms (only when there are any).
   reply["threads"] = watch_new_threads(before, 300.0);
 
+  // What the first call spent inside own calls, of its CPU time (a measurement, never a verdict:
+  // an honest epilogue after a library GEMM spends a share that falls as the GEMM grows).
+  const double forward_cpu_ms = cpu_ms;
+  reply["own_calls"] = {{"functions", own.names()},
+                        {"calls", own.calls().size()},
+                        {"forward_cpu_ms", forward_cpu_ms},
+                        {"own_cpu_ms", own.own_cpu_ms()}};
+  // The sampler watches the own calls alone, replayed on copies of their recorded arguments,
+  // when there are any: it asks whether an own function computes or hands its work to library
+  // code (a forwarding wrapper), which the library work the forward does outside own calls
+  // (a GEMM kept from PyTorch) must not dilute. Without own calls to replay (no pybind11
+  // function of the extension folder was called), it samples the whole forward.
+  bool replay = sample && !own.calls().empty();
+  std::string replay_error;
+  if (replay) {
+    g_count.store(0);
+    cpu_ms = 0;
+    calls = 0;
+  }
+  auto replay_round = [&]() {
+    double c0 = 0;
+    own.replay([&](bool on) {
+      if (on) {
+        c0 = process_cpu_ms();
+        g_active.store(true, std::memory_order_relaxed);
+      } else {
+        g_active.store(false, std::memory_order_relaxed);
+        cpu_ms += process_cpu_ms() - c0;
+      }
+    });
+    ++calls;
+    if (disturbed.empty()) disturbed = sampler_disturbance();
+  };
+  auto sampled_call = [&]() {
+    if (replay) {
+      try {
+        replay_round();
+        return;
+      } catch (const std::exception& e) {
+        g_active.store(false, std::memory_order_relaxed);
+        // A replay that raises (an own function that needs the forward's state) leaves the
+        // sampler to the whole forward, from scratch.
+        replay_error = e.what();
+        replay = false;
+        g_count.store(0);
+        cpu_ms = 0;
+        calls = 0;
+      }
+    }
+    timed_call(false);
+  };
+
   if (sample) {
     // More calls on the same buffers until the share is measured: from kMinSamples samples on,
     // every 20, stop once the own share is clearly above or below kMinOwnShare
@@ -512,7 +572,7 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
         OwnSamples seen = own_samples(resolve(0, std::min<size_t>(now, kMaxSamples)));
         if (call_own_share(seen.own, seen.counted) != ShareCall::undecided) break;
       }
-      timed_call(false);
+      sampled_call();
     }
     arm_timer(false);
     size_t n = std::min<size_t>(g_count.load(), kMaxSamples);
@@ -521,12 +581,56 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
                         {"cpu_ms", cpu_ms},
                         {"period_ms", kPeriodUs / 1000.0},
                         {"fired", g_count.load()},
-                        {"samples", resolve(0, n)}};
+                        {"samples", resolve(0, n)},
+                        {"scope", replay ? "own_calls" : "forward"}};
+    reply["compute"]["forward_cpu_ms"] = forward_cpu_ms;
+    reply["compute"]["own_call_cpu_ms"] = own.own_cpu_ms();
+    if (!replay_error.empty()) reply["compute"]["replay_error"] = replay_error;
     if (!disturbed.empty()) reply["compute"]["disturbed"] = disturbed;
   } else {
     reply["compute"] = {{"method", "not_measured"}, {"reason", why_not}};
   }
   return reply;
+}
+
+json CandidateAudit::ablation(const ForwardFn& forward, const Tolerance& tolerance,
+                              const std::vector<at::Tensor>& genuine) {
+  OwnFunctions own(g_own_dir);
+  if (own.empty())
+    return {{"ran", false},
+            {"reason", "no pybind11 function of a module loaded from the extension folder was found"}};
+  json j = {{"ran", true}, {"functions", own.names()}};
+  try {
+    std::vector<py::object> copies = fresh_copies(pristine_);
+    std::vector<at::Tensor> outs;
+    own.poison();
+    try {
+      outs = forward(copies);
+    } catch (const WorkerError& e) {
+      j["raised"] = e.message.substr(0, 300);
+    } catch (const std::exception& e) {
+      j["raised"] = std::string(e.what()).substr(0, 300);
+    }
+    j.update(own.poisoned());
+    own.off();
+    if (!j.contains("raised")) {
+      json per = json::array();
+      if (outs.size() != genuine.size())
+        j["outputs_note"] = fmt::format("{} output(s) under poisoning, {} without", outs.size(), genuine.size());
+      for (size_t i = 0; i < outs.size() && i < genuine.size(); ++i) {
+        Comparison c = compare_tensors(genuine[i], outs[i], tolerance);
+        const bool same_shape = genuine[i].sizes() == outs[i].sizes() && genuine[i].scalar_type() == outs[i].scalar_type();
+        per.push_back({{"output", i},
+                       {"numel", genuine[i].numel()},
+                       {"changed", same_shape ? c.mismatches : genuine[i].numel()}});
+      }
+      j["outputs"] = per;
+    }
+  } catch (const std::exception& e) {
+    own.off();
+    j = {{"ran", false}, {"reason", std::string("the ablation call failed: ") + e.what()}};
+  }
+  return j;
 }
 
 json CandidateAudit::second(const std::vector<py::object>& args, const ForwardFn& forward, const std::string& device,
@@ -610,6 +714,12 @@ json CandidateAudit::second(const std::vector<py::object>& args, const ForwardFn
     reply["same_as_previous"] = same;
     reply["outputs"] = handles;
   }
+  // Ablation (issue 29), last, so that no cache it fills can serve the same-storage call above:
+  // A once more in fresh buffers, with every tensor the own functions return or write replaced by
+  // wrong values (worker/own_calls.h). Its outputs against the repeat's say whether anything own
+  // code computed reaches the output. The previous call was on B, so an own kernel that writes
+  // into a buffer it keeps writes new values there, which the poisoning sees as written.
+  reply["ablation"] = ablation(forward, tolerance, second_outputs);
   pristine_.clear();
   first_args_.clear();
   first_outputs_.clear();

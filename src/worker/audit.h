@@ -37,6 +37,11 @@ class CandidateAudit {
                         const std::string& device, const Tolerance& tolerance, TransferSet& transfers);
 
  private:
+  // The ablation call on A (own_calls.h, poison mode) against `genuine`, the repeat's outputs:
+  // {"ran", "functions", "own_calls", "outputs_replaced", "elements_overwritten",
+  //  "outputs": [{"output", "numel", "changed"}] | "raised", "error"?} or {"ran": false, "reason"}.
+  nlohmann::json ablation(const ForwardFn& forward, const Tolerance& tolerance, const std::vector<at::Tensor>& genuine);
+
   std::vector<pybind11::object> pristine_;  // private copies of A's values
   std::vector<pybind11::object> first_args_;  // the first phase's buffers (freed by the second)
   std::vector<at::Tensor> first_outputs_;   // copies of the first call's outputs

@@ -281,3 +281,114 @@ TEST(RuntimeFindings, SameStorageOldOutputRejectsT5) {
 
 }  // namespace
 }  // namespace kbv
+
+// ---------------------------------------------------------------------------------------------
+// Issue 29: the ablation decides whether own code reaches the output; the sampled share of the
+// whole forward is a measurement, and the replayed own calls' share catches forwarding wrappers.
+namespace kbv {
+namespace {
+
+json ablation(int64_t own_calls, int64_t replaced, int64_t overwritten, std::vector<std::pair<int64_t, int64_t>> outs) {
+  json per = json::array();
+  for (size_t i = 0; i < outs.size(); ++i)
+    per.push_back({{"output", i}, {"changed", outs[i].first}, {"numel", outs[i].second}});
+  return {{"ran", true},
+          {"functions", {"ext.fused"}},
+          {"own_calls", own_calls},
+          {"outputs_replaced", replaced},
+          {"elements_overwritten", overwritten},
+          {"outputs", per}};
+}
+
+TEST(OwnReach, OutputChangedBeyondToleranceIsReached) {
+  ReachCall r = own_reach(ablation(1, 1, 0, {{4096, 4096}}));
+  EXPECT_EQ(r.reach, Reach::reached) << r.why;
+  EXPECT_DOUBLE_EQ(r.fraction, 1.0);
+  // One element of a million is still own code reaching the output (a measurement, not a verdict).
+  r = own_reach(ablation(3, 0, 1, {{1, 1000000}}));
+  EXPECT_EQ(r.reach, Reach::reached) << r.why;
+  EXPECT_DOUBLE_EQ(r.fraction, 1e-6);
+  // Of two outputs, the one own code reaches gives the fraction.
+  r = own_reach(ablation(1, 1, 0, {{0, 100}, {10, 10}}));
+  EXPECT_EQ(r.reach, Reach::reached);
+  EXPECT_DOUBLE_EQ(r.fraction, 1.0);
+}
+
+TEST(OwnReach, NothingChangedIsNotReached) {
+  // A dummy call whose result is dropped, multiplied by 0 or scrubbed: poisoned, nothing changed.
+  ReachCall r = own_reach(ablation(1, 1, 0, {{0, 4096}}));
+  EXPECT_EQ(r.reach, Reach::not_reached);
+  EXPECT_NE(r.why.find("none of the 4096 output element(s) changed"), std::string::npos) << r.why;
+  EXPECT_NE(r.why.find("ext.fused"), std::string::npos) << r.why;
+  // Called, but returned no tensor and wrote none.
+  r = own_reach(ablation(2, 0, 0, {{5, 4096}}));
+  EXPECT_EQ(r.reach, Reach::not_reached) << "outputs cannot change through nothing";
+  EXPECT_NE(r.why.find("returned no tensor"), std::string::npos) << r.why;
+  // Never called during forward.
+  r = own_reach(ablation(0, 0, 0, {{0, 4096}}));
+  EXPECT_EQ(r.reach, Reach::not_reached);
+  EXPECT_NE(r.why.find("was called during forward"), std::string::npos) << r.why;
+}
+
+TEST(OwnReach, RaisingOrFewerOutputsIsReached) {
+  json a = ablation(1, 1, 0, {});
+  a.erase("outputs");
+  a["raised"] = "ValueError: bad values";
+  EXPECT_EQ(own_reach(a).reach, Reach::reached);
+  json b = ablation(1, 1, 0, {});
+  b["outputs_note"] = "1 output(s) under poisoning, 2 without";
+  EXPECT_EQ(own_reach(b).reach, Reach::reached);
+}
+
+TEST(OwnReach, AnAblationThatDidNotRunDecidesNothing) {
+  EXPECT_EQ(own_reach(nullptr).reach, Reach::not_applicable);
+  ReachCall r = own_reach({{"ran", false}, {"reason", "no pybind11 function of a module loaded from the extension folder was found"}});
+  EXPECT_EQ(r.reach, Reach::not_applicable);
+  EXPECT_NE(r.why.find("no pybind11 function"), std::string::npos);
+  json e = ablation(1, 1, 0, {{0, 10}});
+  e["error"] = "poisoning an own call's results: out of memory";
+  EXPECT_EQ(own_reach(e).reach, Reach::not_applicable) << "a poisoning that failed proves nothing";
+}
+
+TEST(RuntimeFindings, AblationNotReachedRejectsEvenWithOwnSamples) {
+  // A dummy own kernel burning CPU: plenty of own samples, nothing reaches the output.
+  json compute = cpu_compute(sampling(json::array(
+      {{{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_Z5dummyv"}, {"count", 90}},
+       {{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", 10}}})));
+  json audit = {{"ablation", ablation(1, 1, 0, {{0, 4096}})}};
+  EXPECT_EQ(findings_rules(runtime_findings(audit, json::array(), nullptr, compute)),
+            json::array({"no_custom_compute:reject"}));
+  // The same on the GPU, where the record's compute is CUPTI's (not a CPU sampling).
+  EXPECT_EQ(findings_rules(runtime_findings(audit, json::array(), nullptr, nullptr)),
+            json::array({"no_custom_compute:reject"}));
+}
+
+TEST(RuntimeFindings, HonestEpilogueWithATinyForwardShareIsNotRejected) {
+  // Replayed alone, the epilogue is all own code; of the forward it is 0.5% (a measurement).
+  json obs = sampling(json::array({{{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_Z8epiloguev"}, {"count", 100}}}));
+  obs["scope"] = "own_calls";
+  obs["forward_cpu_ms"] = 200.0;
+  obs["own_call_cpu_ms"] = 1.0;
+  json compute = cpu_compute(obs);
+  EXPECT_EQ(compute["scope"], "own_calls");
+  EXPECT_DOUBLE_EQ(compute["forward_own_share"].get<double>(), 0.005);
+  json audit = {{"ablation", ablation(1, 1, 0, {{4096, 4096}})}};
+  EXPECT_TRUE(runtime_findings(audit, json::array(), nullptr, compute).empty());
+}
+
+TEST(RuntimeFindings, ForwardingWrapperRejectedByItsReplayedShare) {
+  // A C++ wrapper handing its work to at::matmul: its result is the output (the ablation says
+  // reached), but replayed alone it spends ~0% in own code.
+  json obs = sampling(json::array(
+      {{{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_Z7wrapperN2at6TensorES0_"}, {"count", 1}},
+       {{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", 299}}}));
+  obs["scope"] = "own_calls";
+  json audit = {{"ablation", ablation(1, 1, 0, {{4096, 4096}})}};
+  json f = runtime_findings(audit, json::array(), nullptr, cpu_compute(obs));
+  ASSERT_EQ(findings_rules(f), json::array({"no_custom_compute:reject"}));
+  EXPECT_NE(f[0]["message"].get<std::string>().find("replay(s) of its own extension calls"), std::string::npos)
+      << f[0]["message"];
+}
+
+}  // namespace
+}  // namespace kbv

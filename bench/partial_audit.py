@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The runtime audit on partial replacements and fallbacks at several sizes (issue 29).
+
+Evaluates each candidate of examples/level2/12_Gemm_Multiply_LeakyReLU/ named below on
+problems/level2/12 at its CPU size and on the larger copies in tests/data/partial/, with
+`kbv eval --device cpu --trials 1 --timing off`, and prints one Markdown row per (size, candidate):
+verdict, the no_custom_compute finding's reason, the own calls' replayed share (compute.own_share,
+scope), the own calls' part of the forward's CPU time (compute.forward_own_share) and the
+ablation's changed output elements. Records are kept under --out.
+
+Usage: bench/partial_audit.py [--kbv build/kbv] [--out build/partial-audit] [--candidates a,b]
+       [--sizes S,M,L,XL]
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = {
+    "S": ("problems/level2/12_Gemm_Multiply_LeakyReLU.py", "16x256x256"),
+    "M": ("tests/data/partial/12_Gemm_Multiply_LeakyReLU_b64_k4096_n1024.py", "64x4096x1024"),
+    "L": ("tests/data/partial/12_Gemm_Multiply_LeakyReLU_b64_k16384_n1024.py", "64x16384x1024"),
+    "XL": ("tests/data/partial/12_Gemm_Multiply_LeakyReLU_b64_k65536_n1024.py", "64x65536x1024"),
+}
+CANDIDATES = ["cpu_honest_torch_gemm", "cpu_dummy_epilogue", "cpu_zero_times_own", "cpu_fnptr_wrapper",
+              "cpu_own_slice", "cpu_own_zeros", "cpu_canary_own"]
+
+
+def row(size, shape, name, record, seconds):
+    c = record.get("compute") or {}
+    a = (record.get("audit") or {}).get("ablation") or {}
+    reasons = [f["message"][:90] for f in record.get("findings", [])
+               if f.get("rule") == "no_custom_compute" and f.get("severity") == "reject"]
+    outs = a.get("outputs") or []
+    reach = (f"{outs[0]['changed']}/{outs[0]['numel']}" if outs else
+             ("raised" if "raised" in a else (a.get("reason", "-") if not a.get("ran") else "-")))
+    share = c.get("own_share")
+    fwd = c.get("forward_own_share")
+    return (f"| {size} {shape} | {name} | {record.get('verdict')} | "
+            f"{'%.1f%%' % (100 * share) if share is not None else '-'} ({c.get('scope', '-')}, {c.get('samples', '-')} samples) | "
+            f"{'%.2f%%' % (100 * fwd) if fwd is not None else '-'} | {reach} | "
+            f"{reasons[0] if reasons else ''} | {seconds:.0f} |")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kbv", default=str(ROOT / "build" / "kbv"))
+    ap.add_argument("--out", default=str(ROOT / "build" / "partial-audit"))
+    ap.add_argument("--candidates", default=",".join(CANDIDATES))
+    ap.add_argument("--sizes", default=",".join(SIZES))
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print("| size (batch x in x out) | candidate | verdict | own share, replayed own calls (scope, samples) | "
+          "own calls' part of the forward's CPU time | ablation: output elements changed | no_custom_compute | s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for size in args.sizes.split(","):
+        problem, shape = SIZES[size]
+        for name in args.candidates.split(","):
+            rec = out / f"{size}_{name}.json"
+            t0 = time.time()
+            p = subprocess.run([args.kbv, "eval", "--problem", str(ROOT / problem), "--solution",
+                                str(ROOT / "examples/level2/12_Gemm_Multiply_LeakyReLU" / f"{name}.py"),
+                                "--device", "cpu", "--trials", "1", "--timing", "off", "--json", str(rec)],
+                               capture_output=True, text=True)
+            if p.returncode != 0 or not rec.exists():
+                print(f"| {size} {shape} | {name} | kbv failed ({p.returncode}): {p.stderr[-200:]!r} |||||||")
+                continue
+            print(row(size, shape, name, json.loads(rec.read_text()), time.time() - t0), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
