@@ -83,11 +83,11 @@ say() { echo "[$(date -u +%T)] $*"; }
 gtest_one_by_one() {  # $1: stage dir, $2: gtest filter of the suite
   local dir=$1 suite=$2 t
   for t in $("$build/tests/kbv_e2e_tests" --gtest_list_tests --gtest_filter="$suite" | awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
-    local t0=$SECONDS
-    timeout "$limit" "$build/tests/kbv_e2e_tests" --gtest_filter="$t" > "$dir/$t.log" 2>&1
+    local t0=$SECONDS log="$dir/${t//\//_}.log"  # parameterised names hold '/'
+    timeout "$limit" "$build/tests/kbv_e2e_tests" --gtest_filter="$t" > "$log" 2>&1
     local rc=$?
     say "$t rc=$rc $((SECONDS - t0))s"
-    [[ $rc -eq 0 ]] || grep -E "Failure|Expected|Which is|actual|error" "$dir/$t.log" | head -8
+    [[ $rc -eq 0 ]] || grep -E "Failure|Expected|Which is|actual|error" "$log" | head -8
     keep_scratch "$dir/scratch/$t"
   done
 }

@@ -35,7 +35,7 @@ run_eval() {  # mode, record name
   "$kbv" eval --problem "$problem" --solution "$solution" --device cuda --sandbox "$1" \
     --json "$out/sandbox-$2.json" > "$out/sandbox-$2.log" 2>&1
   local rc=$? t1=$(date +%s.%N)
-  echo "== --sandbox $1: exit $rc in $(echo "$t1 - $t0" | bc) s"
+  echo "== --sandbox $1: exit $rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}') s"
   tail -5 "$out/sandbox-$2.log"
   [[ -f $out/sandbox-$2.json ]] && "$KBV_PYTHON" - "$out/sandbox-$2.json" <<'PY'
 import json, sys
@@ -60,6 +60,8 @@ for layer in ipc_namespace pid_namespace; do
 done
 echo "== sandbox e2e tests on the GPU"
 KBV_SANDBOX_TEST_DEVICE=cuda "$build/tests/kbv_e2e_tests" --gtest_filter='Sandbox.*' > "$out/sandbox-e2e.log" 2>&1
-echo "e2e exit $?"
+e2e=$?
+echo "e2e exit $e2e"
 grep -E '^\[ +(OK|FAILED) +\]' "$out/sandbox-e2e.log"
 grep -B2 -A12 'Failure' "$out/sandbox-e2e.log" | head -80
+exit $e2e  # the stage's status is the e2e tests' (the last grep finds no failure when all passed)
