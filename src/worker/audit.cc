@@ -611,6 +611,9 @@ json CandidateAudit::ablation(const ForwardFn& forward, const Tolerance& toleran
     } catch (const std::exception& e) {
       j["raised"] = std::string(e.what()).substr(0, 300);
     }
+    // Copies before off(): off() puts back the genuine values of the arguments the own calls wrote,
+    // and an output may be one of them (a kept buffer an own kernel writes into and returns).
+    for (auto& o : outs) o = o.clone();
     j.update(own.poisoned());
     own.off();
     if (!j.contains("raised")) {
