@@ -124,6 +124,11 @@ int run_worker(const WorkerFlags& flags, const WorkerHooks& hooks) {
   // before it takes any job.
   auto defaults = hooks.parse_options({}, flags.host, error);
   if (!defaults) return finish(prefix, Outcome::fail(Status::input_error, error));
+  // The cache folder is made here, as kbv eval makes its own: the sandbox binds it into the build
+  // worker, which cannot start when it is missing.
+  if (std::error_code ec; !fs::create_directories(defaults->cache_dir, ec) && ec)
+    return finish(prefix, Outcome::fail(Status::input_error, fmt::format("--cache-dir {}: cannot create it: {}",
+                                                                         defaults->cache_dir.string(), ec.message())));
   if (!hooks.preflight(*defaults)) return kExitUsage;
   const fs::path scratch = flags.scratch.empty() ? defaults->cache_dir / "worker" : fs::path(flags.scratch);
 

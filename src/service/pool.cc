@@ -47,6 +47,10 @@ void WorkerPool::loop(int index) {
   context.scratch_dir = config_.scratch;
   context.problems_dirs = config_.problems;
   context.gpu = base.gpu;
+  // Builds that `kbv worker --role build` hosts put in the queue are fetched rather than compiled
+  // again (role all: a job without one is compiled here, as kbv eval does).
+  context.queue = &queue_;
+  context.notify = notify_;
   QueueJobRunner runner(std::move(context));
   auto execute = [&](const queue::Job& job) -> queue::ExecResult {
     queue::ExecResult r = runner.run(job);

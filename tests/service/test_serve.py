@@ -238,5 +238,44 @@ class ServeWithKbvWorkerTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class ServeFetchesBuildsTest(unittest.TestCase):
+    """serve's own workers take the build a `kbv worker --role build` put in the queue instead of
+    compiling it again (docs/QUEUE.md, build and eval workers)."""
+
+    def test_serves_workers_evaluate_with_the_queues_build(self):
+        tmp = tempfile.mkdtemp(prefix="kbv-serve-build-test-")
+        with open(HONEST) as f:
+            # A C++ source no cache holds yet: a build the serve host has not compiled before.
+            honest = f.read().replace("#include <torch/extension.h>",
+                                      "#include <torch/extension.h>\n// " + os.urandom(8).hex(), 1)
+        proc, url, token, err = start_server(tmp, workers=0)
+        try:
+            # fast build off: the build host's cache path differs from serve's (docs/QUEUE.md)
+            jid = Client(url, token, poll_wait=5).submit(PROBLEM, honest, trials=1, timing=False, fast_build="off")
+        finally:
+            proc.terminate()
+            proc.wait(60)
+            err.close()
+        # The build host's own cache, beside the tests' (not under /tmp: see docs/QUEUE.md's limits).
+        build_cache = CACHE + "-build-host-" + os.urandom(4).hex()
+        self.addCleanup(shutil.rmtree, build_cache, True)
+        build = subprocess.run([BINARY, "worker", "--queue", queue_url(tmp), "--role", "build", "--drain",
+                                "--problems", os.path.join(SOURCE, "problems"), "--cache-dir", build_cache],
+                               capture_output=True, text=True, timeout=1500)
+        self.assertEqual(build.returncode, 0, build.stderr[-3000:])
+        proc, url, token, err = start_server(tmp, workers=1)
+        try:
+            st = Client(url, token, poll_wait=5).wait(jid, timeout=1500)
+            self.assertEqual(st["status"], "done", st)
+            record = st["record"]
+            self.assertEqual(record["verdict"], "correct", record.get("message"))
+            self.assertTrue(record["build"]["cached"], "serve compiled the build again instead of fetching it")
+        finally:
+            proc.terminate()
+            proc.wait(60)
+            err.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
