@@ -57,56 +57,51 @@ std::vector<VerifiedTable> tables_of(const ReportInput& input) {
   return out;
 }
 
-}  // namespace
-
-Table verified_speed_table(const ReportInput& input) {
+// One row per run, the columns per level: the paper's speed and memory tables.
+Table per_level_table(const ReportInput& input, std::string id, std::string title, bool with_gate,
+                      const std::vector<const char*>& columns, std::vector<Cell> (*cells)(const VerifiedScope&)) {
   const std::vector<VerifiedTable> tables = tables_of(input);
   Table t;
-  t.id = "verified-speed";
-  t.title = "Verified speedup results (KernelBench-Verified's table: best-of-n per problem)";
+  t.id = std::move(id);
+  t.title = std::move(title);
   t.sortable = true;
-  t.header = {"run", "gate"};
+  t.header = {"run"};
+  if (with_gate) t.header.push_back("gate");
   const std::set<int> levels = levels_of(tables);
   for (int l : levels)
-    for (const char* c : {"Speedup", "Correctness", "Fast@1"}) t.header.push_back(fmt::format("L{} {}", l, c));
+    for (const char* c : columns) t.header.push_back(fmt::format("L{} {}", l, c));
   for (size_t i = 0; i < tables.size(); ++i) {
-    std::vector<Cell> row = {text(input.runs[i].name), text(tables[i].gate)};
+    std::vector<Cell> row = {text(input.runs[i].name)};
+    if (with_gate) row.push_back(text(tables[i].gate));
     for (int l : levels) {
       const VerifiedScope* s = scope_at(tables[i], l);
       if (!s) {
-        row.insert(row.end(), {text(kNone, "na"), text(kNone, "na"), text(kNone, "na")});
+        row.insert(row.end(), columns.size(), text(kNone, "na"));
         continue;
       }
-      row.insert(row.end(), {verified_speedup_cell(*s), correctness_cell(*s), fast1_cell(*s)});
+      std::vector<Cell> c = cells(*s);
+      row.insert(row.end(), c.begin(), c.end());
     }
     t.rows.push_back(std::move(row));
   }
   return t;
 }
 
+}  // namespace
+
+Table verified_speed_table(const ReportInput& input) {
+  return per_level_table(input, "verified-speed",
+                         "Verified speedup results (KernelBench-Verified's table: best-of-n per problem)", true,
+                         {"Speedup", "Correctness", "Fast@1"}, [](const VerifiedScope& s) {
+                           return std::vector<Cell>{verified_speedup_cell(s), correctness_cell(s), fast1_cell(s)};
+                         });
+}
+
 Table verified_memory_table(const ReportInput& input) {
-  const std::vector<VerifiedTable> tables = tables_of(input);
-  Table t;
-  t.id = "verified-memory";
-  t.title = "Memory efficiency results (the speed winner's peak memory against the baseline's)";
-  t.sortable = true;
-  t.header = {"run"};
-  const std::set<int> levels = levels_of(tables);
-  for (int l : levels)
-    for (const char* c : {"Mem Eff", "Mem Eff%"}) t.header.push_back(fmt::format("L{} {}", l, c));
-  for (size_t i = 0; i < tables.size(); ++i) {
-    std::vector<Cell> row = {text(input.runs[i].name)};
-    for (int l : levels) {
-      const VerifiedScope* s = scope_at(tables[i], l);
-      if (!s) {
-        row.insert(row.end(), {text(kNone, "na"), text(kNone, "na")});
-        continue;
-      }
-      row.insert(row.end(), {mem_eff_cell(*s), mem_share_cell(*s)});
-    }
-    t.rows.push_back(std::move(row));
-  }
-  return t;
+  return per_level_table(input, "verified-memory",
+                         "Memory efficiency results (the speed winner's peak memory against the baseline's)", false,
+                         {"Mem Eff", "Mem Eff%"},
+                         [](const VerifiedScope& s) { return std::vector<Cell>{mem_eff_cell(s), mem_share_cell(s)}; });
 }
 
 Table verified_overall_table(const ReportInput& input) {
