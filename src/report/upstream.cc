@@ -14,6 +14,7 @@
 #include "report/summary.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/text.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -76,16 +77,6 @@ std::string upstream_error(const json& metadata) {
     if (!s.empty()) return s;
   }
   return {};
-}
-
-std::string first_line(const std::string& s, size_t max = 300) {
-  std::string line = s.substr(0, s.find('\n'));
-  if (line.size() > max) {
-    size_t cut = max;
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
-    line = line.substr(0, cut) + "...";
-  }
-  return line;
 }
 
 struct Entry {
@@ -301,7 +292,7 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
       verdict = metadata.contains("runtime_error") || metadata.contains("other_error") ? "runtime_error"
                 : metadata.contains("cuda_error") || metadata.contains("gpu_error")    ? "crashed"
                                                                                        : "compile_error";
-      message = err.empty() ? "did not compile (upstream left no error text)" : "upstream: " + first_line(err);
+      message = err.empty() ? "did not compile (upstream left no error text)" : "upstream: " + first_line(err, 300);
     } else if (!standard && string_of(metadata, "eval_status") == "timeout") {
       // KernelBench-Verified's eval_from_generations.py: the sample's evaluation ran past its limit.
       verdict = "timeout";
@@ -312,12 +303,12 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
       // The harness itself raised while evaluating the sample (its text in "error").
       verdict = "runtime_error";
       std::string err = string_of(metadata, "error");
-      message = "upstream: the evaluation raised" + (err.empty() ? std::string() : ": " + first_line(err));
+      message = "upstream: the evaluation raised" + (err.empty() ? std::string() : ": " + first_line(err, 300));
     } else if (!standard) {
       verdict = metadata.contains("runtime_error") ? "runtime_error" : "wrong_output";
       std::string err = upstream_error(metadata);
       std::string trials = string_of(metadata, "correctness_trials");
-      message = !err.empty() ? "upstream: " + first_line(err)
+      message = !err.empty() ? "upstream: " + first_line(err, 300)
                              : "failed upstream's correctness check" + (trials.empty() ? "" : " " + trials);
     } else {
       verdict = "correct";
@@ -340,7 +331,7 @@ UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs
           verdict = err.empty() ? "wrong_output" : "runtime_error";
           message = "passed the standard check but failed the hidden distributions" +
                     (failed.empty() ? std::string() : fmt::format(" ({})", fmt::join(failed, ", "))) +
-                    (err.empty() ? std::string() : ": " + first_line(err));
+                    (err.empty() ? std::string() : ": " + first_line(err, 300));
         }
         correct = hidden_ok;
         if (hidden_ok && verdict != "correct") {

@@ -14,6 +14,7 @@
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
+#include "util/text.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -38,15 +39,6 @@ struct Pending {
   size_t item = 0;
   bool started = false;
 };
-
-// The first line of a message, at most `max` bytes (cut on a UTF-8 boundary).
-std::string first_line(const std::string& message, size_t max = 240) {
-  std::string line = message.substr(0, message.find('\n'));
-  if (line.size() <= max) return line;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-  return line.substr(0, cut) + "...";
-}
 
 // RUN/kbv_queue_jobs.json: {"jobs": {job key: job id}}; missing or unreadable: none.
 std::map<std::string, std::string> read_job_ids(const fs::path& file) {

@@ -32,6 +32,7 @@
 #include "util/hash.h"
 #include "util/interrupt.h"
 #include "util/sched.h"
+#include "util/text.h"
 
 namespace kbv {
 namespace fs = std::filesystem;
@@ -84,16 +85,6 @@ Record base_record(const Pair& pair, const EvalOptions& options, const Environme
   r.protocol.kbv_version = KBV_VERSION;
   r.sandbox = json{{"mode", sandbox::mode_name(options.worker.sandbox)}};  // the candidate's, once it starts
   return r;
-}
-
-
-// The first line of a failure message for the console, cut at `max` bytes (on a UTF-8 boundary).
-std::string console_reason(const std::string& message, size_t max = 240) {
-  std::string line = message.substr(0, message.find('\n'));
-  if (line.size() <= max) return line;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-  return line.substr(0, cut) + "...";
 }
 
 }  // namespace
@@ -765,7 +756,7 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
                           fmt::format("[{}/{}] level {} problem {} sample {}: {} ({:.1f} s){}{}{}", done, total,
                                       job.pair.level, job.pair.problem_id, job.pair.sample_id,
                                       verdict_name(record.verdict), record.seconds.value_or(0.0),
-                                      ok ? "" : " - ", ok ? "" : console_reason(record.message), timed));
+                                      ok ? "" : " - ", ok ? "" : first_line(record.message), timed));
       }
     });
   for (auto& t : threads) t.join();
