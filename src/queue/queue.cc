@@ -242,9 +242,7 @@ class SqlQueue final : public Queue {
   std::optional<std::string> get_build(const std::string& build_key, std::string& error) override {
     std::lock_guard lock(mutex_);
     error.clear();
-    auto rows = run(kGetBuild, {build_key}, error);
-    if (!rows || rows->rows.empty() || !rows->rows[0][0]) return std::nullopt;
-    return *rows->rows[0][0];
+    return single_text(kGetBuild, build_key, error);
   }
 
   std::optional<Counts> counts(std::string& error) override {
@@ -282,9 +280,7 @@ class SqlQueue final : public Queue {
   std::optional<std::string> get_blob(const std::string& sha256, std::string& error) override {
     std::lock_guard lock(mutex_);
     error.clear();
-    auto rows = run(kGetBlob, {sha256}, error);
-    if (!rows || rows->rows.empty() || !rows->rows[0][0]) return std::nullopt;
-    return *rows->rows[0][0];
+    return single_text(kGetBlob, sha256, error);
   }
 
   std::optional<std::vector<Job>> done_jobs(std::string& error) override {
@@ -305,6 +301,13 @@ class SqlQueue final : public Queue {
   std::string url() const override { return url_; }
 
  private:
+  // The first column of the first row of a one-key lookup; nullopt when there is none (or NULL).
+  std::optional<std::string> single_text(const std::string& sql, const std::string& key, std::string& error) {
+    auto rows = run(sql, {key}, error);
+    if (!rows || rows->rows.empty() || !rows->rows[0][0]) return std::nullopt;
+    return *rows->rows[0][0];
+  }
+
   std::optional<Rows> run(const std::string& sql, const std::vector<Param>& params, std::string& error) {
     auto rows = db_->run(sql, params, error);
     if (!rows) error = "queue " + url_ + ": " + error;
