@@ -139,14 +139,25 @@ std::optional<int> baseline_level_key(const std::string& key) {
 
 bool baseline_entry_timed(const json& e) { return e.is_object() && e.contains("mean") && e["mean"].is_number(); }
 
+namespace {
+
+// e[key] when it is a number, else `otherwise` (absent, null, a string: json::value would throw).
+template <typename T>
+T number_or(const json& e, const char* key, T otherwise) {
+  auto it = e.find(key);
+  return it != e.end() && it->is_number() ? it->get<T>() : otherwise;
+}
+
+}  // namespace
+
 Stats baseline_entry_stats(const json& e) {
   Stats s;
   s.mean_ms = e["mean"].get<double>();
-  s.median_ms = e.value("median", s.mean_ms);  // KernelBench records no median: its mean stands in
-  s.std_ms = e.value("std", 0.0);
-  s.min_ms = e.value("min", s.mean_ms);
-  s.max_ms = e.value("max", s.mean_ms);
-  s.samples = e.value("num_trials", 0);
+  s.median_ms = number_or(e, "median", s.mean_ms);  // KernelBench records no median: its mean stands in
+  s.std_ms = number_or(e, "std", 0.0);
+  s.min_ms = number_or(e, "min", s.mean_ms);
+  s.max_ms = number_or(e, "max", s.mean_ms);
+  s.samples = number_or(e, "num_trials", 0);
   return s;
 }
 

@@ -65,7 +65,7 @@ bool baseline_entry_timed(const nlohmann::json& entry);
 
 // The timing statistics of an entry with a numeric "mean", as `kbv baseline --import` files them:
 // an absent "median", "min" or "max" is the mean (KernelBench records no median), an absent "std"
-// 0, "num_trials" the sample count.
+// 0, "num_trials" the sample count; a field that is not a number (null) counts as absent.
 Stats baseline_entry_stats(const nlohmann::json& entry);
 
 // Adds one problem's entry to a baseline file being written (`kbv baseline --export`):

@@ -51,7 +51,8 @@ Outcome import_baselines(const BaselineCommandOptions& o, const Discovery& datas
         ++failed;
         continue;
       }
-      std::string hardware = e.value("hardware", "");
+      // not a string (null): unknown, as when absent (json::value would throw)
+      std::string hardware = e.contains("hardware") && e["hardware"].is_string() ? e["hardware"].get<std::string>() : "";
       if (!hardware.empty() && hardware != env.device_name) {
         info(notify, fmt::format("{}: {}/{} was measured on {}, this device is {}; skipped", o.import_file,
                                  level_key, name, hardware, env.device_name));
