@@ -10,11 +10,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "formats/baseline.h"
+#include "formats/eval_results.h"
+#include "formats/upstream.h"
 #include "problem/problem.h"
-#include "report/kernelbench.h"
 #include "report/render.h"
 #include "report/summary.h"
-#include "report/upstream.h"
 #include "report/verified.h"
 #include "store/store.h"
 #include "util/fs.h"

@@ -270,11 +270,11 @@ ScopeSummary scope_summary(const std::string& name, int level, const std::vector
 
 }  // namespace
 
-std::string native_baseline_label(const std::string& name) {
-  if (name == "tf32") return "TF32";
-  if (name == "fp32") return "FP32 (strict)";
-  if (name == "compile") return "torch.compile";
-  return name;
+nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records, bool hidden) {
+  return verified_eval_results(records, hidden, [](const Record& r) {
+    SampleView v = view_of(r);
+    return ExportGates{v.compiled, v.standard, v.hidden, v.failed_distributions};
+  });
 }
 
 RunSummary summarize(const std::string& name, const std::vector<Record>& records,

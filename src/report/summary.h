@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/baseline.h"
+#include "formats/upstream.h"
 #include "record/record.h"
 #include "report/generation.h"
 #include "report/metrics.h"
@@ -132,9 +134,9 @@ RunSummary summarize(const std::string& name, const std::vector<Record>& records
                      const std::vector<ProblemSlot>& problems, const std::string& baseline,
                      FastPMode fast_p_mode = FastPMode::interval, const std::vector<Exclusion>& exclusions = {});
 
-// What kbv's own baselines measure (eager PyTorch): "tf32" -> "TF32", "fp32" -> "FP32 (strict)",
-// "compile" -> "torch.compile"; the name itself for any other.
-std::string native_baseline_label(const std::string& name);
+// KernelBench-Verified's eval_results.json (hidden: eval_results_hidden.json) of one level's records,
+// each record's checks as the report sees them (view_of): formats/upstream.h verified_eval_results.
+nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records, bool hidden);
 
 // The k values reported for pass@k with s samples per problem: 1, 5, 10, 100 up to s, and s.
 std::vector<int> pass_at_k_values(int samples_per_problem);

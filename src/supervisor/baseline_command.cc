@@ -1,11 +1,11 @@
 #include "supervisor/baseline_command.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "formats/baseline.h"
 #include "supervisor/timing_phase.h"
 #include "util/fs.h"
 #include "util/host_load.h"
@@ -30,13 +30,14 @@ Outcome import_baselines(const BaselineCommandOptions& o, const Discovery& datas
   for (const auto& p : dataset.problems) by_name[{p.level, p.name}] = &p;
   int imported = 0, failed = 0;
   for (const auto& [level_key, entries] : j.items()) {
-    int level = 0;
-    if (level_key.rfind("level", 0) != 0 || std::sscanf(level_key.c_str() + 5, "%d", &level) != 1 || !entries.is_object()) {
+    std::optional<int> level_of = baseline_level_key(level_key);
+    if (!level_of || !entries.is_object()) {
       info(notify, fmt::format("{}: key '{}' is not levelN with an object of problems; skipped", o.import_file,
                                level_key));
       ++failed;
       continue;
     }
+    const int level = *level_of;
     for (const auto& [name, e] : entries.items()) {
       auto it = by_name.find({level, name});
       if (it == by_name.end()) {
@@ -45,12 +46,13 @@ Outcome import_baselines(const BaselineCommandOptions& o, const Discovery& datas
         ++failed;
         continue;
       }
-      if (!e.is_object() || !e.contains("mean") || !e["mean"].is_number()) {
+      if (!baseline_entry_timed(e)) {
         info(notify, fmt::format("{}: {}/{} has no numeric \"mean\"; skipped", o.import_file, level_key, name));
         ++failed;
         continue;
       }
-      std::string hardware = e.value("hardware", "");
+      // not a string (null): unknown, as when absent (json::value would throw)
+      std::string hardware = e.contains("hardware") && e["hardware"].is_string() ? e["hardware"].get<std::string>() : "";
       if (!hardware.empty() && hardware != env.device_name) {
         info(notify, fmt::format("{}: {}/{} was measured on {}, this device is {}; skipped", o.import_file,
                                  level_key, name, hardware, env.device_name));
@@ -63,13 +65,7 @@ Outcome import_baselines(const BaselineCommandOptions& o, const Discovery& datas
         ++failed;
         continue;
       }
-      Stats s;
-      s.mean_ms = e["mean"].get<double>();
-      s.median_ms = e.value("median", s.mean_ms);  // KernelBench records no median: its mean stands in
-      s.std_ms = e.value("std", 0.0);
-      s.min_ms = e.value("min", s.mean_ms);
-      s.max_ms = e.value("max", s.mean_ms);
-      s.samples = e.value("num_trials", 0);
+      Stats s = baseline_entry_stats(e);
       json entry = {{"mode", o.mode},        {"stats", s.to_json()},      {"imported_from", o.import_file},
                     {"imported", e},         {"level", level},            {"problem_file", name},
                     {"device_name", env.device_name}, {"torch_version", env.torch_version}};
@@ -98,15 +94,7 @@ Outcome export_baselines(const BaselineCommandOptions& o, const Discovery& datas
       ++missing;
       continue;
     }
-    const json& s = (*entry)["stats"];
-    out[fmt::format("level{}", p.level)][p.name] = {{"mean", s.value("mean_ms", 0.0)},
-                                                    {"std", s.value("std_ms", 0.0)},
-                                                    {"min", s.value("min_ms", 0.0)},
-                                                    {"max", s.value("max_ms", 0.0)},
-                                                    {"median", s.value("median_ms", 0.0)},
-                                                    {"num_trials", s.value("samples", 0)},
-                                                    {"hardware", env.device_name},
-                                                    {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
+    add_baseline_entry(out, p.level, p.name, (*entry)["stats"], env.device_name, env.device == "cuda" ? "cuda:0" : "cpu");
     ++exported;
   }
   // Nothing cached: no file. `{}` is not a baseline file (KernelBench-Verified's reader and kbv's

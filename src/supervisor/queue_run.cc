@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "formats/eval_results.h"
 #include "queue/queue.h"
 #include "record/trust.h"
-#include "report/kernelbench.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/interrupt.h"

@@ -20,7 +20,7 @@
 #include "util/clock.h"
 
 #include "record/trust.h"
-#include "report/kernelbench.h"
+#include "formats/eval_results.h"
 #include "store/store.h"
 #include "supervisor/timing_phase.h"
 #include "supervisor/memory_phase.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support.h"
-#include "report/upstream.h"
+#include "formats/upstream.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/hash.h"

@@ -1,7 +1,8 @@
 // Reading KernelBench and KernelBench-Verified files written from their documented formats, and
 // writing them back.
-#include "report/upstream.h"
-#include "report/kernelbench.h"
+#include "formats/eval_results.h"
+#include "formats/baseline.h"
+#include "formats/upstream.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

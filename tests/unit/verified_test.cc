@@ -9,9 +9,10 @@
 
 #include <unistd.h>
 
+#include "formats/baseline.h"
+#include "formats/upstream.h"
 #include "report/render.h"
 #include "report/summary.h"
-#include "report/upstream.h"
 
 #include <gtest/gtest.h>
 

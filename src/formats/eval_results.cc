@@ -1,5 +1,5 @@
 // KernelBench's eval_results.json shape from kbv records.
-#include "report/kernelbench.h"
+#include "formats/eval_results.h"
 
 #include <map>
 #include <string>

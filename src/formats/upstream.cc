@@ -1,7 +1,6 @@
 // KernelBench / KernelBench-Verified files <-> kbv records.
-#include "report/upstream.h"
+#include "formats/upstream.h"
 
-#include <cctype>
 #include <algorithm>
 #include <cmath>
 #include <regex>
@@ -10,8 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "formats/json_read.h"
 #include "problem/problem.h"
-#include "report/summary.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/text.h"
@@ -21,14 +20,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::optional<double> positive_number(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  double v = it->get<double>();
-  if (!(v > 0) || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
 
 std::string string_of(const json& j, const char* key) {
   auto it = j.find(key);
@@ -41,20 +32,6 @@ std::string string_of(const json& j, const char* key) {
 bool bool_of(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_boolean() && it->get<bool>();
-}
-
-std::optional<json> parse_json_file(const fs::path& path, std::string& error) {
-  FileText t = read_file(path);
-  if (!t.ok) {
-    error = t.error;
-    return std::nullopt;
-  }
-  try {
-    return json::parse(t.text);
-  } catch (const json::parse_error& e) {
-    error = fmt::format("{}: not valid JSON (byte {}): {}", path.string(), e.byte, e.what());
-    return std::nullopt;
-  }
 }
 
 std::vector<std::string> failed_configs(const json& metadata) {
@@ -127,115 +104,6 @@ std::vector<Entry> entries_of(const json& file, const fs::path& path, std::strin
 }
 
 }  // namespace
-
-std::pair<std::string, fs::path> parse_baseline_arg(const std::string& arg) {
-  auto eq = arg.find('=');
-  if (eq != std::string::npos && eq > 0 && arg.find('/') > eq) return {arg.substr(0, eq), arg.substr(eq + 1)};
-  std::string file = fs::path(arg).filename().string();
-  std::string name = file.find("tf32") != std::string::npos      ? "tf32"
-                     : file.find("compile") != std::string::npos ? "compile"
-                                                                 : "fp32";
-  return {name, arg};
-}
-
-std::string baseline_file_label(const std::string& name, const fs::path& path, bool kbv_export) {
-  if (kbv_export) return native_baseline_label(name);
-  std::string file = path.filename().string();
-  for (char& c : file) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (file.find("bf16") != std::string::npos) return "BF16 (PyTorch defaults)";
-  if (file.find("fp16") != std::string::npos) return "FP16 (PyTorch defaults)";
-  if (name == "tf32") return "TF32 matmuls and convolutions";
-  if (name == "compile") return "torch.compile (PyTorch defaults: TF32 convolutions)";
-  if (name == "fp32") return "FP32 matmuls, TF32 convolutions (PyTorch defaults)";
-  return name;
-}
-
-std::optional<BaselineTimes> read_baseline_file(const fs::path& path, const std::string& name, std::string& error) {
-  auto j = parse_json_file(path, error);
-  if (!j) return std::nullopt;
-  if (!j->is_object()) {
-    error = path.string() + ": expected an object {\"level1\": {\"<problem file>\": {\"mean\": ms, ...}}}";
-    return std::nullopt;
-  }
-  BaselineTimes b;
-  b.name = name;
-  b.path = path;
-  static const std::regex level_key(R"(^level(\d+)$)");
-  int levels = 0;
-  bool kbv_export = false;  // kbv's own export: its entries carry "median", upstream's do not
-  for (const auto& [key, problems] : j->items()) {
-    std::smatch m;
-    if (!std::regex_match(key, m, level_key) || !problems.is_object()) continue;
-    ++levels;
-    int level = std::stoi(m[1]);
-    for (const auto& [file, entry] : problems.items()) {
-      auto id = parse_problem_id(file);
-      if (!id || !entry.is_object()) continue;
-      auto mean = positive_number(entry, "mean");
-      if (!mean) continue;
-      kbv_export = kbv_export || entry.contains("median");
-      BaselineTimes::Entry e;
-      e.problem = file;
-      e.mean_ms = *mean;
-      e.peak_bytes = positive_number(entry, "peak_memory");
-      b.entries[{level, *id}] = e;
-    }
-  }
-  if (levels == 0) {
-    error =
-        path.string() + ": no \"level<N>\" object; expected {\"level1\": {\"<problem file>\": {\"mean\": ms, ...}}}";
-    return std::nullopt;
-  }
-  b.label = baseline_file_label(name, path, kbv_export);
-  return b;
-}
-
-bool apply_baseline(Record& record, const BaselineTimes& baseline) {
-  if (!record.kernelbench) return false;
-  auto it = baseline.entries.find({record.level, record.problem_id});
-  if (it == baseline.entries.end()) return false;
-  const auto& e = it->second;
-  bool changed = false;
-  if (record.problem.empty()) {
-    record.problem = e.problem;
-    record.unknown.absent.erase("problem");
-    record.unknown.extra.erase("problem");
-    changed = true;
-  }
-  if (record.runtime > 0 && std::isfinite(record.runtime)) {
-    if (!record.timing) record.timing.emplace();
-    Timing& timing = *record.timing;
-    if (!timing.speedup || !timing.speedup->count(baseline.name)) {
-      if (!timing.method) timing.method = "kernelbench-import: upstream runtime (mean ms) against a baseline file's mean";
-      if (!timing.candidate) timing.candidate.emplace();
-      timing.candidate->mean_ms = record.runtime;
-      if (!timing.baselines || !timing.baselines->is_object()) timing.baselines = json::object();
-      (*timing.baselines)[baseline.name] = {
-          {"mean_ms", e.mean_ms}, {"source", baseline.path.string()}, {"measured", baseline.label}};
-      if (!timing.speedup) timing.speedup.emplace();
-      (*timing.speedup)[baseline.name] = e.mean_ms / record.runtime;
-      changed = true;
-    }
-  }
-  std::optional<double> peak = record.kernelbench->peak_memory;
-  if (peak && (!(*peak > 0) || !std::isfinite(*peak))) peak.reset();
-  if (peak && e.peak_bytes) {
-    if (!record.memory) record.memory.emplace();
-    Memory& memory = *record.memory;
-    if (!memory.ratio || !memory.ratio->count(baseline.name)) {
-      memory.measured = true;
-      memory.method = "kernelbench-verified peak_memory (torch.cuda.max_memory_allocated)";
-      if (!memory.candidate) memory.candidate.emplace();
-      memory.candidate->peak_bytes = *peak;
-      if (!memory.baselines || !memory.baselines->is_object()) memory.baselines = json::object();
-      (*memory.baselines)[baseline.name] = {{"peak_bytes", *e.peak_bytes}, {"source", baseline.path.string()}};
-      if (!memory.ratio) memory.ratio.emplace();
-      (*memory.ratio)[baseline.name] = *e.peak_bytes / *peak;
-      changed = true;
-    }
-  }
-  return changed;
-}
 
 UpstreamRead read_eval_results(const fs::path& eval_file, const std::optional<fs::path>& hidden_file, int level,
                                const fs::path& run_dir) {
@@ -482,7 +350,7 @@ void add_trial_metadata(const Record& r, bool hidden, nlohmann::ordered_json& me
 
 }  // namespace
 
-nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records, bool hidden) {
+nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records, bool hidden, const GatesOf& gates_of) {
   std::map<std::pair<int, int>, const Record*> ordered;
   for (const auto& r : records) {
     if (r.unknown.absent.count("problem_id") || r.unknown.absent.count("sample_id")) continue;
@@ -491,7 +359,7 @@ nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records,
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& [key, rp] : ordered) {
     const Record& r = *rp;
-    SampleView v = view_of(r);
+    ExportGates v = gates_of(r);
     const std::optional<bool> gate = hidden ? v.hidden : v.standard;
     if (!gate) continue;  // this record never ran that check
     // An imported sample that had no hidden entry stays without one (upstream's leaderboard warns

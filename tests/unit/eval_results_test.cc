@@ -1,4 +1,4 @@
-#include "report/kernelbench.h"
+#include "formats/eval_results.h"
 
 #include <gtest/gtest.h>
 

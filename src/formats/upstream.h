@@ -5,12 +5,11 @@
 //   eval_results.json, KernelBench-Verified:  {"<pid>_<sid>": {...same keys..., "peak_memory"}}
 //   eval_results_hidden.json (Verified):      the same shape; "correctness" under the four hidden
 //                                             distributions, metadata "hidden_failed_configs"
-//   baseline timing (results/timing/<hw>/<name>.json):
-//       {"level1": {"1_Square_matrix_multiplication_.py": {"mean", "std", "min", "max",
-//                   "num_trials", "hardware", "device", ["peak_memory"]} | null}}
-// Times are milliseconds, memory bytes. Upstream speedup = baseline "mean" / candidate "runtime".
+// Times are milliseconds, memory bytes. Upstream speedup = baseline "mean" / candidate "runtime"
+// (the baseline timing file: formats/baseline.h).
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,40 +24,6 @@ namespace kbv {
 
 // The protocol name of records made from upstream files.
 inline constexpr const char* kImportProtocol = "kernelbench-import";
-
-struct BaselineTimes {
-  struct Entry {
-    std::string problem;  // the file name the baseline keys it by
-    double mean_ms = -1;
-    std::optional<double> peak_bytes;  // KernelBench-Verified's "peak_memory"
-  };
-  std::string name;  // tf32 | fp32 | compile
-  std::string label;  // what the file measured (baseline_file_label), stored with each speedup
-  std::filesystem::path path;
-  std::map<std::pair<int, int>, Entry> entries;  // (level, problem id) -> entry
-};
-
-// "tf32=PATH" or "PATH"; without a name it comes from the file name: "tf32" in it -> tf32,
-// "compile" -> compile, otherwise fp32 (upstream's baseline_time_torch.json: FP32 matmuls, but
-// see baseline_file_label).
-std::pair<std::string, std::filesystem::path> parse_baseline_arg(const std::string& arg);
-
-// What a baseline file named `name` measured. A file `kbv baseline --export` wrote (its entries
-// carry "median") measured what kbv's baselines do (native_baseline_label). An upstream file
-// measured under PyTorch's defaults, which keep cuDNN's TF32 on for convolutions: "fp32" is
-// "FP32 matmuls, TF32 convolutions", "tf32" (set_float32_matmul_precision('high')) "TF32 matmuls
-// and convolutions", a file named *bf16* BF16, "compile" torch.compile under those defaults.
-std::string baseline_file_label(const std::string& name, const std::filesystem::path& path, bool kbv_export);
-
-// Reads a baseline timing file; entries without a positive "mean" are skipped (upstream writes
-// null for problems whose baseline failed). The error names the file and what is wrong.
-std::optional<BaselineTimes> read_baseline_file(const std::filesystem::path& path, const std::string& name,
-                                                std::string& error);
-
-// For a record made from an upstream entry: adds timing.speedup.<name> (baseline mean / runtime)
-// and, when both sides carry peak_memory, memory.ratio.<name>; fills "problem" from the baseline's
-// file name. Leaves kbv's own records alone. Returns true when something was added.
-bool apply_baseline(Record& record, const BaselineTimes& baseline);
 
 struct UpstreamRead {
   std::vector<Record> records;
@@ -87,11 +52,23 @@ std::vector<UpstreamFile> find_upstream_files(const std::filesystem::path& run_d
 // The level of a plain eval_results.json: the one level of the kernel files in the folder.
 std::optional<int> infer_run_level(const std::filesystem::path& run_dir);
 
+// What the export writes of one record's checks, as the report decides them (report/summary.h
+// view_of): compiled, the standard check and the hidden distributions (absent: not run), and the
+// distributions with a failed check, in order.
+struct ExportGates {
+  bool compiled = false;
+  std::optional<bool> standard;
+  std::optional<bool> hidden;
+  std::vector<std::string> failed_distributions;
+};
+using GatesOf = std::function<ExportGates(const Record&)>;
+
 // KernelBench-Verified's shape from kbv records of one level: {"<pid>_<sid>": {"sample_id",
 // "compiled", "correctness", "metadata", "runtime", "runtime_stats"[, "peak_memory"]}}, keys in
 // numeric order. `hidden`: correctness under every distribution (only records that ran them),
 // with metadata "hidden_failed_configs" listing the failed distributions; otherwise correctness
-// under the standard check.
-nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records, bool hidden);
+// under the standard check. `gates_of` gives each record's checks (report/summary.h
+// verified_eval_results passes the report's).
+nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records, bool hidden, const GatesOf& gates_of);
 
 }  // namespace kbv
