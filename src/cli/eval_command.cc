@@ -55,6 +55,10 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
     std::fprintf(stderr, "kbv: interrupted; nothing recorded\n");
     return 130;
   }
+  if (record.verdict == kbv::Verdict::harness_error) {  // the host's failure, not a verdict on the candidate
+    std::fprintf(stderr, "kbv: %s (the host failed, not the candidate); nothing recorded\n", record.message.c_str());
+    return kExitInternal;
+  }
   // Short human summary.
   std::fprintf(stderr, "%s: %s on %s\n", fs::path(solution).filename().c_str(), kbv::verdict_name(record.verdict),
                env->device_name.c_str());
