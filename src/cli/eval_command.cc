@@ -126,7 +126,15 @@ int run_eval(const EvalState& s) {
         std::fprintf(stderr, "kbv eval: %s %s: %s\n", flag, path.c_str(), why.c_str());
         return kExitUsage;
       }
-    if (!s.queue.empty()) return eval_through_queue(*s.app, s.queue, s.problem, s.solution, s.json_out);
+    if (!s.queue.empty()) {
+      std::string error;
+      const nlohmann::json options = s.flags.canonical_options(error);
+      if (!error.empty()) {
+        std::fprintf(stderr, "kbv eval: %s\n", error.c_str());
+        return kExitUsage;
+      }
+      return eval_through_queue(*s.app, options, s.queue, s.problem, s.solution, s.json_out);
+    }
     return eval_one(s.flags, s.problem, s.solution, s.json_out);
   }
   kbv::RunOptions ro;
