@@ -146,6 +146,7 @@ queue::ExecResult QueueJobRunner::run(const queue::Job& job) {
   pair.problem_path = problem_path;
   pair.solution_path = solution_path;
   if (auto id = parse_problem_id(problem_path.filename().string())) pair.problem_id = *id;
+  pair.sample_id = job.spec.sample_id.value_or(0);  // the run folder's, when kbv eval --run --queue sent it
   const std::string parent = problem_path.parent_path().filename().string();
   if (parent.rfind("level", 0) == 0 && parent.size() > 5 && parent.size() < 10 &&
       parent.find_first_not_of("0123456789", 5) == std::string::npos) {

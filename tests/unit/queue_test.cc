@@ -476,8 +476,8 @@ TEST_P(QueueTest, ConcurrentLeasersTakeEveryJobExactlyOnce) {
 // A queue made by a kbv of schema version 1 (its tables exactly as that kbv created them: no stage
 // column, no build table), holding a queued, a running and a done job, is upgraded in place when a
 // newer kbv opens it: every job keeps its state, spec, attempts, lease and record, the queued one
-// is leased in the build stage, the done one still answers its key. Both engines (the SQLite
-// upgrade is also tested from a downgraded v2 file below).
+// is leased in the build stage, the done one still answers its key, none carries a sample id
+// (version 3's column). Both engines (the SQLite upgrade is also tested from a downgraded file below).
 TEST_P(QueueTest, VersionOneSchemaIsUpgradedInPlaceKeepingEveryJob) {
   const std::string v1_schema = R"sql(
 CREATE TABLE kbv_queue_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -555,6 +555,7 @@ INSERT INTO kbv_queue_meta (name, value) VALUES ('schema_version', '1');
   EXPECT_EQ(a.stage, kStageBuild);
   EXPECT_EQ(a.spec.problem_source, queued.problem_source);
   EXPECT_EQ(a.spec.options, queued.options);
+  EXPECT_FALSE(a.spec.sample_id.has_value());
   EXPECT_EQ(b.state, State::running);
   EXPECT_EQ(b.attempts, 1);
   EXPECT_EQ(b.worker, "old-host:1");
@@ -629,6 +630,7 @@ TEST(QueueOpen, VersionOneQueueIsUpgradedKeepingItsJobs) {
   ASSERT_EQ(sqlite3_open((dir / "q.db").c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
                          "DROP INDEX kbv_jobs_by_stage; ALTER TABLE kbv_jobs DROP COLUMN stage; DROP TABLE kbv_builds; "
+                         "ALTER TABLE kbv_jobs DROP COLUMN sample_id; "
                          "UPDATE kbv_queue_meta SET value = '1' WHERE name = 'schema_version'",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)
