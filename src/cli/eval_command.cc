@@ -55,6 +55,10 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
     std::fprintf(stderr, "kbv: interrupted; nothing recorded\n");
     return 130;
   }
+  if (record.verdict == kbv::Verdict::harness_error) {  // the host's failure, not a verdict on the candidate
+    std::fprintf(stderr, "kbv: %s (the host failed, not the candidate); nothing recorded\n", record.message.c_str());
+    return kExitInternal;
+  }
   // Short human summary.
   std::fprintf(stderr, "%s: %s on %s\n", fs::path(solution).filename().c_str(), kbv::verdict_name(record.verdict),
                env->device_name.c_str());
@@ -122,7 +126,15 @@ int run_eval(const EvalState& s) {
         std::fprintf(stderr, "kbv eval: %s %s: %s\n", flag, path.c_str(), why.c_str());
         return kExitUsage;
       }
-    if (!s.queue.empty()) return eval_through_queue(*s.app, s.queue, s.problem, s.solution, s.json_out);
+    if (!s.queue.empty()) {
+      std::string error;
+      const nlohmann::json options = s.flags.canonical_options(error);
+      if (!error.empty()) {
+        std::fprintf(stderr, "kbv eval: %s\n", error.c_str());
+        return kExitUsage;
+      }
+      return eval_through_queue(*s.app, options, s.queue, s.problem, s.solution, s.json_out);
+    }
     return eval_one(s.flags, s.problem, s.solution, s.json_out);
   }
   kbv::RunOptions ro;

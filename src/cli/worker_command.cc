@@ -221,27 +221,17 @@ int run_worker(const WorkerFlags& flags, const WorkerHooks& hooks) {
 
 }  // namespace
 
-int eval_through_queue(const CLI::App& eval, const std::string& url, const std::string& problem,
-                       const std::string& solution, const std::string& json_out) {
+int eval_through_queue(const CLI::App& eval, const nlohmann::json& options, const std::string& url,
+                       const std::string& problem, const std::string& solution, const std::string& json_out) {
   const std::string prefix = "kbv eval";
   Notify notify = printer(prefix);
-  // The flags that describe the evaluation travel; those that name local things do not.
-  static const std::set<std::string> local = {"problem", "solution", "json", "problems", "run", "level",
-                                              "only", "gpus", "build-jobs", "queue", "help"};
-  nlohmann::json options = nlohmann::json::object();
-  for (const CLI::Option* opt : eval.get_options()) {
-    if (opt->count() == 0 || opt->get_lnames().empty()) continue;
-    const std::string name = opt->get_lnames().front();
-    if (local.count(name)) continue;
-    if (name == "python" || name == "cache-dir" || name == "sandbox") {
-      return finish(prefix, Outcome::fail(Status::input_error,
-                                          fmt::format("--{} is decided by the kbv worker that evaluates a queued job "
-                                                      "(kbv worker --{}), not by kbv eval --queue",
-                                                      name, name)));
-    }
-    std::string value;
-    for (const auto& r : opt->results()) value += (value.empty() ? "" : ",") + r;
-    options[name] = value;
+  // The evaluation's options travel canonical (`options`); the flags of the evaluating host do not.
+  for (const char* name : {"python", "cache-dir", "sandbox"}) {
+    if (eval.get_option(std::string("--") + name)->count() == 0) continue;
+    return finish(prefix, Outcome::fail(Status::input_error,
+                                        fmt::format("--{} is decided by the kbv worker that evaluates a queued job "
+                                                    "(kbv worker --{}), not by kbv eval --queue",
+                                                    name, name)));
   }
   FileText problem_text = read_file(problem), solution_text = read_file(solution);
   if (!problem_text.ok || !solution_text.ok) {

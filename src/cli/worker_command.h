@@ -43,10 +43,12 @@ std::unique_ptr<WorkerCommand> add_worker_command(CLI::App& app, WorkerHooks hoo
 // the keys the worker's host decides (python, cache_dir, sandbox).
 std::optional<std::vector<std::string>> job_option_args(const nlohmann::json& options, std::string& error);
 
-// `kbv eval --problem P --solution S --queue URL`: the evaluation flags given on `eval`'s command
-// line become the job's options; the pair is submitted and its record awaited (written to
-// `json_out` as kbv eval --json writes it). Returns the exit code, as kbv eval's.
-int eval_through_queue(const CLI::App& eval, const std::string& url, const std::string& problem,
-                       const std::string& solution, const std::string& json_out);
+// `kbv eval --problem P --solution S --queue URL`: `options` (the canonical options of `eval`'s
+// flags, CommonFlags::canonical_options: as kbv eval --run --queue and kbv serve send them, so the
+// same evaluation has the same job key by every road) become the job's options; the pair is
+// submitted and its record awaited (written to `json_out` as kbv eval --json writes it). Returns
+// the exit code, as kbv eval's.
+int eval_through_queue(const CLI::App& eval, const nlohmann::json& options, const std::string& url,
+                       const std::string& problem, const std::string& solution, const std::string& json_out);
 
 }  // namespace kbv::cli

@@ -190,7 +190,7 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
   }
   b.seconds = since(t0);
   if (!ran.start_error.empty()) {
-    b.kind = "compile_error";
+    b.kind = "harness_error";  // the host's failure, not the candidate's: never cached nor stored
     b.message = "cannot start the build worker: " + ran.start_error;
     return b;
   }

@@ -19,6 +19,7 @@ namespace kbv {
 struct BuildResult {
   bool ok = false;
   std::string kind;          // compile_error | needs_cuda | missing_model_new | timeout | crashed
+                             // | harness_error (the build worker could not start)
   std::string message;
   nlohmann::json diagnostics = nlohmann::json::array();
   std::filesystem::path extensions_dir;  // TORCH_EXTENSIONS_DIR of this candidate

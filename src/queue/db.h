@@ -43,7 +43,10 @@ extern const char* const kSchemaSql;
 // all workers take as before), then kSchemaV2Sql (what refers to the new column).
 extern const char* const kMigrateV1Sql;
 extern const char* const kSchemaV2Sql;
-constexpr int kQueueSchemaVersion = 2;
+// Version 3 added kbv_jobs.sample_id (the run folder's sample id of a job kbv eval --run --queue
+// submitted; NULL otherwise): kMigrateV2Sql, after kMigrateV1Sql for a version-1 queue.
+extern const char* const kMigrateV2Sql;
+constexpr int kQueueSchemaVersion = 3;
 
 // `path` may not exist yet (created, with its folder).
 std::unique_ptr<Connection> open_sqlite_connection(const std::string& path, const std::string& url,

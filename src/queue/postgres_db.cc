@@ -127,15 +127,18 @@ class PostgresConnection final : public Connection {
       }
     }
     const std::string schema = replace_all(replace_all(kSchemaSql, "{real}", "DOUBLE PRECISION"), "{blob}", "BYTEA");
-    // A version-1 queue gets its stage column (db.h kMigrateV1Sql, spelt IF NOT EXISTS so that a
-    // fresh or already upgraded table is left alone) and is marked version 2, in one transaction.
+    // A version-1 queue gets its stage column, a version-1 or -2 queue its sample_id column (db.h
+    // kMigrateV1Sql, kMigrateV2Sql, spelt IF NOT EXISTS so that a fresh or already upgraded table is
+    // left alone), and is marked the current version, in one transaction.
     const std::string version_text = std::to_string(kQueueSchemaVersion);
     const std::string script =
         std::string("BEGIN; SELECT pg_advisory_xact_lock(") + kSchemaLockKey + ");" + schema +
         "INSERT INTO kbv_queue_meta (name, value) VALUES ('schema_version', '" + version_text +
         "') ON CONFLICT (name) DO NOTHING;" +
         replace_all(kMigrateV1Sql, "ADD COLUMN stage", "ADD COLUMN IF NOT EXISTS stage") +
-        "UPDATE kbv_queue_meta SET value = '" + version_text + "' WHERE name = 'schema_version' AND value = '1';" +
+        replace_all(kMigrateV2Sql, "ADD COLUMN sample_id", "ADD COLUMN IF NOT EXISTS sample_id") +
+        "UPDATE kbv_queue_meta SET value = '" + version_text +
+        "' WHERE name = 'schema_version' AND value IN ('1', '2');" +
         kSchemaV2Sql + " COMMIT;";
     {
       ResultGuard res{PQexec(conn_, script.c_str())};

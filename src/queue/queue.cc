@@ -24,6 +24,7 @@ CREATE TABLE IF NOT EXISTS kbv_jobs (
   job_key TEXT NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),
   stage TEXT NOT NULL DEFAULT 'build',
+  sample_id INTEGER,
   problem_name TEXT NOT NULL,
   problem_source TEXT NOT NULL,
   solution_source TEXT NOT NULL,
@@ -54,6 +55,7 @@ CREATE TABLE IF NOT EXISTS kbv_builds (
 )sql";
 
 const char* const kMigrateV1Sql = "ALTER TABLE kbv_jobs ADD COLUMN stage TEXT NOT NULL DEFAULT 'build';";
+const char* const kMigrateV2Sql = "ALTER TABLE kbv_jobs ADD COLUMN sample_id INTEGER;";
 const char* const kSchemaV2Sql =
     "CREATE INDEX IF NOT EXISTS kbv_jobs_by_stage ON kbv_jobs (state, stage, created_at, id);";
 
@@ -61,7 +63,7 @@ namespace {
 
 constexpr const char* kJobColumns =
     "id, state, problem_name, problem_source, solution_source, options, attempts, max_attempts, "
-    "worker, record, error, created_at, updated_at, stage";
+    "worker, record, error, created_at, updated_at, stage, sample_id";
 
 // A lease that ran out goes back to the queue, or fails once its attempts are spent.
 constexpr const char* kRequeueExpired =
@@ -101,8 +103,8 @@ constexpr const char* kDoneWithKey =
     "SELECT id FROM kbv_jobs WHERE job_key = $1 AND state = 'done' ORDER BY updated_at DESC, id LIMIT 1";
 constexpr const char* kInsert =
     "INSERT INTO kbv_jobs (id, job_key, state, problem_name, problem_source, solution_source, options, "
-    "max_attempts, created_at, updated_at) "
-    "VALUES ($1, $2, 'queued', $3, $4, $5, $6, CAST($7 AS INTEGER), {now}, {now}) "
+    "max_attempts, sample_id, created_at, updated_at) "
+    "VALUES ($1, $2, 'queued', $3, $4, $5, $6, CAST($7 AS INTEGER), CAST($8 AS INTEGER), {now}, {now}) "
     "ON CONFLICT (id) DO NOTHING";
 constexpr const char* kCounts = "SELECT state, COUNT(*) FROM kbv_jobs GROUP BY state";
 constexpr const char* kPutBlob =
@@ -140,7 +142,8 @@ class SqlQueue final : public Queue {
     const std::string id = new_job_id();
     auto inserted = run(kInsert,
                         {id, key, spec.problem_name, spec.problem_source, spec.solution_source,
-                         spec.options.dump(), static_cast<long long>(kDefaultMaxAttempts)},
+                         spec.options.dump(), static_cast<long long>(kDefaultMaxAttempts),
+                         spec.sample_id ? Param(static_cast<long long>(*spec.sample_id)) : Param()},
                         error);
     if (!inserted) return std::nullopt;
     return id;
@@ -357,6 +360,7 @@ class SqlQueue final : public Queue {
     job.created_at = to_double(row[11]);
     job.updated_at = to_double(row[12]);
     job.stage = row[13].value_or(kStageBuild);
+    if (row[14]) job.spec.sample_id = static_cast<int>(to_int(row[14]));
     return job;
   }
 

@@ -21,6 +21,9 @@ struct JobSpec {                  // what a client asked for
   std::string problem_source;     // the problem's Python text
   std::string solution_source;    // Python source, or a model's raw Markdown answer
   nlohmann::json options = nlohmann::json::object();  // kbv eval's options as JSON
+  // The run folder's sample id (kbv eval --run --queue): the record's sample_id, and kbv report
+  // --queue's. Not in the key (the same evaluation of two samples is one job, the first's id).
+  std::optional<int> sample_id;
   // sha256 over (problem_source, solution_source, canonical options), each part length-prefixed;
   // the problem's name does not enter it (the same text under two names is the same evaluation).
   std::string key() const;

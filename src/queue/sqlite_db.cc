@@ -121,11 +121,11 @@ class SqliteConnection final : public Connection {
       return "";
     }
     std::string version = rows->rows[0][0].value_or("");
-    if (version == "1") {  // upgraded in place (db.h kMigrateV1Sql), in this transaction
-      if (!exec(kMigrateV1Sql, error) ||
+    if (version == "1" || version == "2") {  // upgraded in place (db.h kMigrateV1Sql, kMigrateV2Sql), in this transaction
+      if ((version == "1" && !exec(kMigrateV1Sql, error)) || !exec(kMigrateV2Sql, error) ||
           !run("UPDATE kbv_queue_meta SET value = $1 WHERE name = 'schema_version'",
                {std::to_string(kQueueSchemaVersion)}, error)) {
-        return "cannot upgrade the queue from schema version 1: " + error;
+        return "cannot upgrade the queue from schema version " + version + ": " + error;
       }
       version = std::to_string(kQueueSchemaVersion);
     }

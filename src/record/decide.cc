@@ -72,11 +72,19 @@ void fail_problem(Record& record, bool interrupted, const std::string& message) 
   record.metadata.problem_error = message;
 }
 
+void fail_host(Record& record, const std::string& message) { set_verdict(record, Verdict::harness_error, message); }
+
+void fail_reference(Record& record, const FailureKind& failure) {
+  if (failure.kind == "harness_error") return fail_host(record, failure.message);
+  fail_problem(record, failure.kind == "interrupted", failure.message);
+}
+
 void fail_build(Record& record, const std::string& kind, const std::string& message) {
   if (kind == "interrupted") {
     set_verdict(record, Verdict::interrupted, message);
     return;
   }
+  if (kind == "harness_error") return fail_host(record, message);
   set_verdict(record, kind == "timeout" ? Verdict::timeout : kind == "crashed" ? Verdict::crashed : Verdict::compile_error,
               message);
   record.metadata.compilation_error = message;

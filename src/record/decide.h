@@ -45,8 +45,17 @@ void fail_timing(Record& record, const WorkerFailure& failure, const std::string
 // The problem (or the reference) failed: problem_error, or interrupted. Sets metadata.problem_error.
 void fail_problem(Record& record, bool interrupted, const std::string& message);
 
-// The build failed: compile_error, timeout, crashed or interrupted from the build's kind.
+// The build failed: compile_error, timeout, crashed, interrupted or harness_error from the build's kind.
 void fail_build(Record& record, const std::string& kind, const std::string& message);
+
+// The host failed kbv, not the candidate (a build, reference or candidate worker could not start:
+// no Python, a sandbox layer that failed, fork refused): harness_error. Never stored: a queued job
+// goes back to the queue, a run's sample stays to evaluate (docs/RECORD.md).
+void fail_host(Record& record, const std::string& message);
+
+// The reference worker could not load the problem: interrupted, harness_error (the worker could
+// not start) or problem_error, from the failure's kind.
+void fail_reference(Record& record, const FailureKind& failure);
 
 // Findings with severity "reject" (static ones only under the strict policy; runtime ones always).
 bool has_reject(const Record& record);

@@ -13,7 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::pair<Verdict, const char*>, 11> kVerdictNames = {{
+constexpr std::array<std::pair<Verdict, const char*>, 12> kVerdictNames = {{
     {Verdict::pending, ""},
     {Verdict::correct, "correct"},
     {Verdict::wrong_output, "wrong_output"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<Verdict, const char*>, 11> kVerdictNames = {{
     {Verdict::rejected, "rejected"},
     {Verdict::problem_error, "problem_error"},
     {Verdict::interrupted, "interrupted"},
+    {Verdict::harness_error, "harness_error"},
 }};
 
 using Dists = std::vector<RecordProtocol::Dist>;

@@ -32,6 +32,7 @@ enum class Verdict {
   rejected,
   problem_error,
   interrupted,  // kbv was interrupted: never stored
+  harness_error,  // the host failed kbv, not the candidate (a worker could not start): never stored
 };
 const char* verdict_name(Verdict v);                       // the wire name ("wrong_output")
 std::optional<Verdict> parse_verdict(std::string_view name);
@@ -181,6 +182,10 @@ struct Record {
   Unknown unknown;
 
   bool is_correct() const { return verdict == Verdict::correct; }
+  // A verdict on the candidate, which may be stored: not pending, interrupted or harness_error.
+  bool judges_candidate() const {
+    return verdict != Verdict::pending && verdict != Verdict::interrupted && verdict != Verdict::harness_error;
+  }
   // The evaluated precision: `precision`, else the protocol's, else fp32 (older records).
   std::string precision_or_default() const;
 };

@@ -32,16 +32,16 @@ std::vector<LoadedRun> load_queue(const std::string& url, std::vector<std::strin
     error = shown + ": holds no done jobs (kbv eval --queue or kbv serve submit them, kbv worker evaluates them)";
     return {};
   }
-  // One run per protocol and precision, as from kbv.sqlite. A job carries no sample id: each
-  // problem's distinct solutions (by the record's solution hash) are its samples, numbered in the
-  // order their first jobs were submitted (the database clock's; jobs of the same millisecond in
-  // id order, so a run folder submitted by kbv eval --run --queue mostly keeps its sample ids, not
-  // always); a solution done again (other options of the same protocol) keeps its number
-  // and its newest record.
+  // One run per protocol and precision, as from kbv.sqlite. Each problem's distinct solutions (by
+  // the record's solution hash) are its samples: a job kbv eval --run --queue submitted carries its
+  // sample id (the run folder's); the others (kbv serve's, or from a queue of schema version 2)
+  // take the lowest free numbers in the order their first jobs were submitted (the database
+  // clock's; jobs of the same millisecond in id order). A solution done again (other options of
+  // the same protocol) keeps its number and its newest record.
   struct Group {
     std::string protocol, precision;
     std::map<std::tuple<int, int, std::string>, int> sample_of;  // (level, problem, solution) -> sample id
-    std::map<std::pair<int, int>, int> samples;                  // (level, problem) -> samples so far
+    std::map<std::pair<int, int>, std::set<int>> taken;          // (level, problem) -> sample ids given
     std::map<std::tuple<int, int, int>, Record> latest;
   };
   std::vector<std::pair<const queue::Job*, Record>> records;  // in the order the jobs were done
@@ -67,13 +67,27 @@ std::vector<LoadedRun> load_queue(const std::string& url, std::vector<std::strin
     return std::tie(records[a].first->created_at, records[a].first->id) <
            std::tie(records[b].first->created_at, records[b].first->id);
   });
-  for (size_t i : by_submission) {
-    const auto& [job, r] = records[i];
-    Group& g = groups[group_name(r)];
-    g.protocol = r.protocol.name.value_or("kbv");
-    g.precision = r.precision_or_default();
-    auto [at, fresh] = g.sample_of.try_emplace({r.level, r.problem_id, solution_of(*job, r)}, 0);
-    if (fresh) at->second = g.samples[{r.level, r.problem_id}]++;
+  // The sample ids the jobs carry first, then the lowest free ones for the rest.
+  size_t without = 0;  // jobs without a sample id
+  for (const auto& [job, r] : records) without += job->spec.sample_id ? 0 : 1;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i : by_submission) {
+      const auto& [job, r] = records[i];
+      if ((pass == 0) != job->spec.sample_id.has_value()) continue;
+      Group& g = groups[group_name(r)];
+      g.protocol = r.protocol.name.value_or("kbv");
+      g.precision = r.precision_or_default();
+      auto [at, fresh] = g.sample_of.try_emplace({r.level, r.problem_id, solution_of(*job, r)}, 0);
+      if (!fresh) continue;
+      std::set<int>& taken = g.taken[{r.level, r.problem_id}];
+      int id = pass == 0 ? *job->spec.sample_id : 0;
+      if (pass == 1 || taken.count(id)) {  // a carried id taken by another solution (not from one run folder)
+        id = 0;
+        while (taken.count(id)) ++id;
+      }
+      taken.insert(id);
+      at->second = id;
+    }
   }
   for (auto& [job, r] : records) {
     Group& g = groups[group_name(r)];
@@ -88,9 +102,14 @@ std::vector<LoadedRun> load_queue(const std::string& url, std::vector<std::strin
     run.protocol = g.protocol;
     run.precision = g.precision;
     for (auto& [key, record] : g.latest) run.records.push_back(std::move(record));
-    run.notes.push_back(fmt::format("{} record(s) from the done jobs of {}; a job has no sample id, so each problem's "
-                                    "distinct solutions are numbered in the order they were submitted",
-                                    run.records.size(), shown));
+    run.notes.push_back(
+        without == 0
+            ? fmt::format("{} record(s) from the done jobs of {}, numbered with the run folder's sample ids",
+                          run.records.size(), shown)
+            : fmt::format("{} record(s) from the done jobs of {}; {} of {} job(s) carry no run folder's sample id "
+                          "(kbv serve's, or submitted before queue schema 3): those samples are numbered in the "
+                          "order they were submitted",
+                          run.records.size(), shown, without, records.size()));
     out.push_back(std::move(run));
   }
   if (out.empty()) error = fmt::format("{}: none of its {} done job(s) has a record that reads", shown, jobs->size());

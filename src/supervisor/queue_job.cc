@@ -58,6 +58,12 @@ std::map<fs::path, fs::file_time_type> object_times(const fs::path& dir) {
   return out;
 }
 
+// The host failed this worker, not the candidate (a worker process could not start): the job goes
+// back to the queue for another attempt, up to its attempts, and no record is stored for it.
+queue::ExecResult host_failed(const Record& record) {
+  return {queue::ExecResult::Kind::retry, {}, "this worker cannot evaluate it: " + record.message};
+}
+
 }  // namespace
 
 QueueJobRunner::QueueJobRunner(QueueJobContext context) : context_(std::move(context)) {}
@@ -140,6 +146,7 @@ queue::ExecResult QueueJobRunner::run(const queue::Job& job) {
   pair.problem_path = problem_path;
   pair.solution_path = solution_path;
   if (auto id = parse_problem_id(problem_path.filename().string())) pair.problem_id = *id;
+  pair.sample_id = job.spec.sample_id.value_or(0);  // the run folder's, when kbv eval --run --queue sent it
   const std::string parent = problem_path.parent_path().filename().string();
   if (parent.rfind("level", 0) == 0 && parent.size() > 5 && parent.size() < 10 &&
       parent.find_first_not_of("0123456789", 5) == std::string::npos) {
@@ -150,6 +157,7 @@ queue::ExecResult QueueJobRunner::run(const queue::Job& job) {
   const auto before = fetched.empty() ? std::map<fs::path, fs::file_time_type>() : object_times(fetched);
   Record record = evaluate_pair(pair, *options, env, reference_);
   if (interrupted() || record.verdict == Verdict::interrupted) return {Kind::interrupted, {}, ""};
+  if (record.verdict == Verdict::harness_error) return host_failed(record);
   if (record.build && !record.build->cached) ++handoff_.compiled;
   if (!fetched.empty() && object_times(fetched) != before) {
     // torch's ninja saw other build commands than the build host's: the paths in them differ.
@@ -189,6 +197,7 @@ queue::ExecResult QueueJobRunner::build_stage(const Pair& pair, const EvalOption
   auto record_of = [&](const BuildResult* built) -> queue::ExecResult {
     Record record = evaluate_pair(pair, options, env, reference_, built, &prepared);
     if (interrupted() || record.verdict == Verdict::interrupted) return {Kind::interrupted, {}, ""};
+    if (record.verdict == Verdict::harness_error) return host_failed(record);
     return {Kind::done, to_json(record), ""};
   };
   if (!prepared.solution.ok || prepared.lint.rejected()) return record_of(nullptr);

@@ -136,6 +136,7 @@ Outcome evaluate_run_through_queue(const QueueRunOptions& opt, const Notify& not
     spec.problem_source = text->second.text;
     spec.solution_source = solution.text;
     spec.options = opt.job_options;
+    spec.sample_id = s.sample_id;  // the record's, and kbv report --queue's
     Pending p;
     p.sample = s;
     p.problem_path = it->second->path;

@@ -157,7 +157,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   std::string error;
   if (!worker_) worker_ = WorkerProcess::start("reference", options.worker, device_env(options), error);
   if (!worker_) {
-    failure = {"problem_error", "cannot start the reference worker: " + error};
+    failure = {"harness_error", "cannot start the reference worker: " + error};
     return nullptr;
   }
   msg::LoadRequest load;
@@ -275,7 +275,7 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   FailureKind failure;
   WorkerProcess* ref = reference.get(pair.problem_path, options, load_reply, failure, pair.problem_text.get());
   if (!ref) {
-    fail_problem(record, failure.kind == "interrupted", failure.message);
+    fail_reference(record, failure);
     return record;
   }
   // The pair's CPUs, held until it is done (util/sched.h CpuLease: concurrent evaluations of this
@@ -308,7 +308,7 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   }
   auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error, {pair.solution_path, ref, built.read});
   if (!cand) {
-    set_verdict(record, Verdict::runtime_error, "cannot start the candidate worker: " + error);
+    fail_host(record, "cannot start the candidate worker: " + error);
     return record;
   }
   pin_to_budget(record, *cand, "candidate", options, env, lease ? &*lease : nullptr);
@@ -697,6 +697,7 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
   std::atomic<bool> store_failed{false};
   std::atomic<size_t> next_eval{0};
   size_t done = 0, correct = 0;
+  std::vector<std::string> host_failures;  // samples the host failed (harness_error): left to a re-run
   // After every stored record (an atomic replace: a crash leaves the file one sample behind the
   // store at most, never holding less than before).
   auto write_level = [&](int level) {
@@ -738,6 +739,12 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
         Record record = evaluate_pair(job.pair, mine, *env, reference, &br, &job.candidate);
         if (record.verdict == Verdict::interrupted || interrupted()) return;
         std::lock_guard<std::mutex> lock(mu);
+        if (!record.judges_candidate()) {  // the host failed (harness_error): not stored, left to a re-run
+          host_failures.push_back(record.message);
+          item_done(notify, i, false, fmt::format("level {} problem {} sample {}: not evaluated: {}", job.pair.level,
+                                                  job.pair.problem_id, job.pair.sample_id, first_line(record.message)));
+          continue;
+        }
         if (std::string e = store->put(job.key, record); !e.empty()) {
           // A result that cannot be stored stops the run: going on would evaluate samples whose
           // results are lost, and eval_results.json must only hold what the store holds.
@@ -769,6 +776,13 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
     return Outcome::fail(Status::interrupted,
                          fmt::format("interrupted: {} of {} evaluated and stored ({} correct); run again to resume",
                                      done, total, correct));
+  if (!host_failures.empty())
+    return Outcome::fail(Status::incomplete,
+                         fmt::format("{} of {} sample(s) not evaluated: the host failed, not the candidate ({}{}); "
+                                     "nothing is stored for them, run again to evaluate them ({} evaluated and "
+                                     "stored, {} correct)",
+                                     host_failures.size(), total, first_line(host_failures.front()),
+                                     host_failures.size() > 1 ? ", and more" : "", done, correct));
   info(notify, fmt::format("{} evaluated, {} correct; results in {}", done, correct,
                            (opt.run_dir / level_file_name(0, false, eval.protocol.precision)).string()));
   return Outcome::done();

@@ -542,6 +542,54 @@ TEST(Run, ACachedBuildFailureNamesTheFileBeingEvaluated) {
   EXPECT_GT(records[0].build->seconds, 1.0) << "a real compile, not the queue's hand-over";
 }
 
+// A host failure is never the candidate's result (docs/RECORD.md, harness_error). As root under
+// --sandbox strict, a sample file that uid 65534 cannot read cannot be handed to a confined build
+// worker: the worker cannot start. That was stored as the candidate's compile_error; now the sample
+// is left for a re-run (exit 1, nothing stored), kbv eval of the pair exits 3 writing no record,
+// and once the host can run it the re-run evaluates and stores it.
+TEST(Run, ABuildWorkerThatCannotStartIsLeftForARerunNotStoredAsTheCandidates) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: only then does the sandbox run workers as uid 65534";
+  const fs::path run = temp_dir("host_failure");
+  const fs::path sample = run / "level_1_problem_19_sample_0_kernel.py";
+  const std::string source = kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_honest.py").text +
+                             "\n# Run.ABuildWorkerThatCannotStart " +
+                             std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "\n";
+  ASSERT_EQ(kbv::write_file_atomic(sample, source), "");
+  fs::permissions(sample, fs::perms::owner_read | fs::perms::owner_write);
+  const std::vector<std::string> args = {"eval", "--problems", (kSource / "problems").string(), "--run",
+                                         run.string(), "--level", "1", "--device", "cpu", "--trials", "1",
+                                         "--timing", "off", "--sandbox", "strict"};
+  Outcome o = run_kbv(args);
+  if (o.code == 2 && o.output.find("--sandbox strict") != std::string::npos)
+    GTEST_SKIP() << "no strict sandbox on this host: " << o.output;
+  EXPECT_EQ(o.code, 1) << o.output;
+  EXPECT_NE(o.output.find("not evaluated"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("cannot start the build worker"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("compile_error"), std::string::npos) << o.output;
+  auto stored = [&run] {
+    std::string e;
+    auto store = kbv::Store::open(run / "kbv.sqlite", e, kbv::Store::Mode::read_only);
+    return store ? store->latest() : std::vector<kbv::Record>{};
+  };
+  EXPECT_TRUE(stored().empty()) << "the host's failure was stored as the candidate's result";
+
+  const fs::path out = run / "record.json";
+  Outcome one = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                         sample.string(), "--device", "cpu", "--trials", "1", "--timing", "off", "--sandbox",
+                         "strict", "--json", out.string()});
+  EXPECT_EQ(one.code, 3) << one.output;
+  EXPECT_NE(one.output.find("the host failed, not the candidate"), std::string::npos) << one.output;
+  EXPECT_FALSE(fs::exists(out)) << "a record was written for the host's failure";
+
+  fs::permissions(sample, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                              fs::perms::others_read);
+  Outcome again = run_kbv(args);
+  EXPECT_EQ(again.code, 0) << again.output;
+  std::vector<kbv::Record> latest = stored();
+  ASSERT_EQ(latest.size(), 1u) << again.output;
+  EXPECT_EQ(latest[0].verdict, kbv::Verdict::correct) << latest[0].message;
+}
+
 TEST(Run, EvalResultsAndResumeAfterKill) {
   fs::path run = temp_dir("run");
   auto copy = [&](const std::string& from, const std::string& to) {

@@ -2,9 +2,15 @@
 // job can carry is a `kbv serve` option, and the same options reach the same EvalOptions by each of
 // the three roads: kbv eval's flags; kbv serve's JSON (checked, applied by serve's own workers);
 // serve's JSON -> a queued job -> `kbv worker`'s flag parser (kbv eval's own).
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -13,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/worker_command.h"
+#include "queue/queue.h"
 #include "service/options.h"
 #include "supervisor/option_table.h"
 
@@ -162,6 +169,65 @@ TEST(OptionTable, EachOptionChangesWhatItNamesAndArrivesAlikeByEveryRoad) {
     if (opt.name != "device") s["device"] = e["device"];
     EXPECT_EQ(s, e);
   }
+}
+
+// `kbv eval --problem P --solution S --queue URL` submits the canonical options (as kbv serve and
+// kbv eval --run --queue do), never the flags' raw text: the same evaluation is one job key by
+// every road, so a record already in the queue answers it.
+TEST(OptionTable, EvalOfOnePairThroughAQueueSubmitsTheCanonicalOptions) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kbv-options-queue-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "level1");
+  const fs::path problem = dir / "level1" / "19_ReLU.py", solution = dir / "answer.py";
+  std::ofstream(problem) << "import torch\n";
+  std::ofstream(solution) << "import torch\n";
+  const std::string url = "sqlite:" + (dir / "queue.db").string();
+  // Flags spelt otherwise than their canonical form: an alias, a list out of order, a number as text.
+  const std::vector<std::string> flags = {"--protocol=kernelbench", "--baselines=fp32,tf32", "--trials=04",
+                                          "--timing=off"};
+  CLI::App app{"kbv"};
+  cli::Command eval = cli::add_eval_command(app);
+  std::vector<std::string> argv = {"kbv", "eval", "--problem", problem.string(), "--solution", solution.string(),
+                                   "--queue", url};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  std::vector<const char*> c_argv;
+  for (const auto& a : argv) c_argv.push_back(a.c_str());
+  ASSERT_NO_THROW(app.parse(static_cast<int>(c_argv.size()), c_argv.data()));
+  int code = -1;
+  std::thread submitter([&] { code = eval.run(); });
+
+  // The job as a worker leases it.
+  std::string error;
+  std::unique_ptr<queue::Queue> q;
+  std::optional<queue::Lease> lease;
+  for (int i = 0; i < 600 && !lease; ++i) {
+    if (!q) q = queue::Queue::open(url, error);
+    if (q) lease = q->lease("test", 60, error);
+    if (!lease) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(lease) << error;
+  std::optional<queue::Job> job = q->job_of(*lease, error);
+  ASSERT_TRUE(job) << error;
+  ASSERT_TRUE(q->fail(*lease, "the test stops here", false, error)) << error;  // the submitter returns
+  submitter.join();
+  EXPECT_EQ(code, 1) << "a failed job is an incomplete kbv eval";
+
+  // kbv serve's canonical options for the same options, and kbv eval's own.
+  const json given = {{"protocol", "kernelbench"}, {"baselines", json::array({"fp32", "tf32"})}, {"trials", 4}, {"timing", "off"}};
+  service::OptionLimits l;  // serve leaves the device to its workers unless asked: so does kbv eval
+  service::CheckedOptions checked = service::check_options(given, l);
+  ASSERT_TRUE(checked.ok()) << checked.error;
+  json eval_canonical;
+  kbv_eval_options(flags, &eval_canonical);
+  EXPECT_EQ(job->spec.options, eval_canonical);
+  EXPECT_EQ(job->spec.options, checked.canonical);
+  queue::JobSpec served = job->spec;
+  served.options = checked.canonical;
+  EXPECT_EQ(job->spec.key(), served.key());
+  EXPECT_EQ(job->spec.options["protocol"], "kernelbench-paper");
+  EXPECT_EQ(job->spec.options["trials"], 4);
+  fs::remove_all(dir);
 }
 
 TEST(OptionTable, FlagsAndServeOptionsRefuseTheSameValuesWithTheSameWords) {

@@ -158,7 +158,8 @@ TEST(BuildCache, TwoConcurrentBuildsOfOneSourceBuildOnceIntoOneEntry) {
   fs::remove_all(d);
 }
 
-TEST(BuildCache, AWorkerThatCannotStartIsNotCached) {
+// The host's failure, not the candidate's: harness_error (never compile_error), and not cached.
+TEST(BuildCache, AWorkerThatCannotStartIsTheHostsFailureAndNotCached) {
   fs::path d = temp_dir();
   int calls = 0;
   auto worker = [&](const BuildLaunch&) {
@@ -166,7 +167,8 @@ TEST(BuildCache, AWorkerThatCannotStartIsNotCached) {
     return BuildWorkerOutcome{"no python", std::nullopt};
   };
   BuildResult r = build_cached(job(d / "cache", "c", d / "s.py"), worker);
-  EXPECT_EQ(r.kind, "compile_error");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.kind, "harness_error");
   EXPECT_NE(r.message.find("cannot start the build worker: no python"), std::string::npos);
   build_cached(job(d / "cache", "c", d / "s.py"), worker);
   EXPECT_EQ(calls, 2);

@@ -473,6 +473,116 @@ TEST_P(QueueTest, ConcurrentLeasersTakeEveryJobExactlyOnce) {
   EXPECT_EQ(counts->done, kJobs);
 }
 
+// A queue made by a kbv of schema version 1 (its tables exactly as that kbv created them: no stage
+// column, no build table), holding a queued, a running and a done job, is upgraded in place when a
+// newer kbv opens it: every job keeps its state, spec, attempts, lease and record, the queued one
+// is leased in the build stage, the done one still answers its key, none carries a sample id
+// (version 3's column). Both engines (the SQLite upgrade is also tested from a downgraded file below).
+TEST_P(QueueTest, VersionOneSchemaIsUpgradedInPlaceKeepingEveryJob) {
+  const std::string v1_schema = R"sql(
+CREATE TABLE kbv_queue_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE kbv_jobs (
+  id TEXT PRIMARY KEY,
+  job_key TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),
+  problem_name TEXT NOT NULL,
+  problem_source TEXT NOT NULL,
+  solution_source TEXT NOT NULL,
+  options TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL DEFAULT 3,
+  worker TEXT NOT NULL DEFAULT '',
+  token BIGINT NOT NULL DEFAULT 0,
+  lease_expires_at {real},
+  record TEXT,
+  error TEXT NOT NULL DEFAULT '',
+  created_at {real} NOT NULL,
+  updated_at {real} NOT NULL
+);
+CREATE INDEX kbv_jobs_by_key ON kbv_jobs (job_key, state);
+CREATE INDEX kbv_jobs_by_state ON kbv_jobs (state, created_at, id);
+CREATE TABLE kbv_blobs (sha256 TEXT PRIMARY KEY, bytes {blob} NOT NULL, size BIGINT NOT NULL, created_at {real} NOT NULL);
+INSERT INTO kbv_queue_meta (name, value) VALUES ('schema_version', '1');
+)sql";
+  const JobSpec queued = spec(1), running = spec(2), done = spec(3);
+  const double far = 4102444800.0;  // 2100-01-01: the running job's lease has not expired
+  auto row = [](const std::string& id, const JobSpec& s, const std::string& state, int attempts,
+                const std::string& worker, long long token, const std::string& lease_expires,
+                const std::string& record, double created) {
+    auto quoted = [](const std::string& text) {
+      std::string out = "'";
+      for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+      return out + "'";
+    };
+    return "INSERT INTO kbv_jobs (id, job_key, state, problem_name, problem_source, solution_source, options, "
+           "attempts, max_attempts, worker, token, lease_expires_at, record, error, created_at, updated_at) VALUES (" +
+           quoted(id) + ", " + quoted(s.key()) + ", " + quoted(state) + ", " + quoted(s.problem_name) + ", " +
+           quoted(s.problem_source) + ", " + quoted(s.solution_source) + ", " + quoted(s.options.dump()) + ", " +
+           std::to_string(attempts) + ", 3, " + quoted(worker) + ", " + std::to_string(token) + ", " + lease_expires +
+           ", " + record + ", '', " + std::to_string(created) + ", " + std::to_string(created) + ");";
+  };
+  const std::string id_queued(32, 'a'), id_running(32, 'b'), id_done(32, 'c');
+  const nlohmann::json record = {{"verdict", "correct"}, {"message", "passed 5 of 5 checks"}};
+  std::string sql = v1_schema + row(id_queued, queued, "queued", 0, "", 0, "NULL", "NULL", 1700000002.0) +
+                    row(id_running, running, "running", 1, "old-host:1", 7, std::to_string(far), "NULL", 1700000001.0) +
+                    row(id_done, done, "done", 1, "old-host:1", 3, "NULL", "'" + record.dump() + "'", 1700000000.0);
+  const bool sqlite = GetParam() == "sqlite";
+  const auto replace = [](std::string text, const std::string& from, const std::string& to) {
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+    return text;
+  };
+  sql = replace(replace(sql, "{real}", sqlite ? "REAL" : "DOUBLE PRECISION"), "{blob}", sqlite ? "BLOB" : "BYTEA");
+  if (sqlite) {
+    fs::create_directories(dir_);
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "queue.db").c_str(), &db), SQLITE_OK);
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+    const std::string why = message ? message : "";
+    sqlite3_free(message);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << why;
+  } else {
+    ASSERT_EQ(pg_admin(url_, sql), "");
+  }
+
+  auto q = open();  // upgrades
+  ASSERT_NE(q, nullptr);
+  std::string error;
+  Job a = get(*q, id_queued), b = get(*q, id_running), c = get(*q, id_done);
+  EXPECT_EQ(a.state, State::queued);
+  EXPECT_EQ(a.stage, kStageBuild);
+  EXPECT_EQ(a.spec.problem_source, queued.problem_source);
+  EXPECT_EQ(a.spec.options, queued.options);
+  EXPECT_FALSE(a.spec.sample_id.has_value());
+  EXPECT_EQ(b.state, State::running);
+  EXPECT_EQ(b.attempts, 1);
+  EXPECT_EQ(b.worker, "old-host:1");
+  EXPECT_EQ(c.state, State::done);
+  EXPECT_EQ(c.record, record);
+  // The old worker's lease still holds (its fencing token kept): it completes its job.
+  EXPECT_TRUE(q->complete(Lease{id_running, "old-host:1", 7}, record, error)) << error;
+  EXPECT_EQ(get(*q, id_running).state, State::done);
+  // The queued job is leased, in the build stage; the build table is there.
+  auto leased = q->lease_stage("w", 60, kStageBuild, error);
+  ASSERT_TRUE(leased) << error;
+  EXPECT_EQ(leased->job_id, id_queued);
+  EXPECT_TRUE(q->put_build(sha256_hex("k"), sha256_hex("b"), error)) << error;
+  // The done job answers its key: submitting it again queues nothing.
+  auto again = q->submit(done, error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_EQ(*again, id_done);
+  auto jobs = q->done_jobs(error);
+  ASSERT_TRUE(jobs) << error;
+  EXPECT_EQ(jobs->size(), 2u);
+  // Opened again: already version 2, nothing changes.
+  q.reset();
+  q = open();
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(get(*q, id_done).record, record);
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, QueueTest, ::testing::Values("sqlite", "postgresql"),
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
@@ -520,6 +630,7 @@ TEST(QueueOpen, VersionOneQueueIsUpgradedKeepingItsJobs) {
   ASSERT_EQ(sqlite3_open((dir / "q.db").c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
                          "DROP INDEX kbv_jobs_by_stage; ALTER TABLE kbv_jobs DROP COLUMN stage; DROP TABLE kbv_builds; "
+                         "ALTER TABLE kbv_jobs DROP COLUMN sample_id; "
                          "UPDATE kbv_queue_meta SET value = '1' WHERE name = 'schema_version'",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)

@@ -1,0 +1,77 @@
+// A host failure is never the candidate's result (docs/RECORD.md, harness_error): a build,
+// reference or candidate worker that cannot start makes a harness_error record, which nothing
+// stores, instead of a compile_error, problem_error or runtime_error of the candidate. Without
+// Python: the build comes in already failed, as the build queue hands it over.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "record/decide.h"
+#include "record/record.h"
+#include "supervisor/run.h"
+
+namespace kbv {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(HostFailure, IsItsOwnVerdictThatJudgesNoCandidate) {
+  EXPECT_STREQ(verdict_name(Verdict::harness_error), "harness_error");
+  EXPECT_EQ(parse_verdict("harness_error").value_or(Verdict::pending), Verdict::harness_error);
+  Record r;
+  fail_build(r, "harness_error", "cannot start the build worker: fork: Resource temporarily unavailable");
+  EXPECT_EQ(r.verdict, Verdict::harness_error);
+  EXPECT_FALSE(r.correctness);
+  EXPECT_FALSE(r.judges_candidate());
+  EXPECT_FALSE(r.metadata.compilation_error.has_value()) << "not the candidate's compile error";
+  Record ref;
+  fail_reference(ref, {"harness_error", "cannot start the reference worker: no python"});
+  EXPECT_EQ(ref.verdict, Verdict::harness_error);
+  EXPECT_FALSE(ref.metadata.problem_error.has_value()) << "not the problem's error";
+  Record problem;
+  fail_reference(problem, {"problem_error", "19_ReLU.py: loading the problem: NameError"});
+  EXPECT_EQ(problem.verdict, Verdict::problem_error);
+  EXPECT_TRUE(problem.judges_candidate());
+  Record compiled;
+  fail_build(compiled, "compile_error", "s.py:3: error: expected ';'");
+  EXPECT_EQ(compiled.verdict, Verdict::compile_error);
+  EXPECT_TRUE(compiled.judges_candidate());
+}
+
+// The batch path: the build queue's result of a build worker that could not start reaches
+// evaluate_pair, which ends there with harness_error (no reference worker is started for it).
+TEST(HostFailure, ABuildWorkerThatCouldNotStartEndsThePairAsAHostFailure) {
+  const fs::path dir = fs::temp_directory_path() / ("kbv_host_failure_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path solution = dir / "level_1_problem_19_sample_0_kernel.py";
+  std::ofstream(solution) << "import torch\n\n\nclass ModelNew(torch.nn.Module):\n"
+                             "    def forward(self, x):\n        return torch.relu(x)\n";
+  Pair pair;
+  pair.problem_path = dir / "missing_problem.py";  // never read: the pair ends at the build
+  pair.solution_path = solution;
+  EvalOptions options;
+  options.protocol.policy = Policy::lenient;
+  Environment env;
+  env.device = "cpu";
+  env.device_name = "cpu";
+  PreparedCandidate prepared = prepare_candidate(solution, options);
+  ASSERT_TRUE(prepared.solution.ok) << prepared.solution.error;
+  ASSERT_FALSE(prepared.lint.rejected());
+  BuildResult built;
+  built.kind = "harness_error";
+  built.message = "cannot start the build worker: cannot run python in the sandbox (--sandbox strict): the "
+                  "mount_namespace layer failed: No such file or directory";
+  ReferenceHost reference;
+  Record r = evaluate_pair(pair, options, env, reference, &built, &prepared);
+  EXPECT_EQ(r.verdict, Verdict::harness_error) << r.message;
+  EXPECT_NE(r.message.find("cannot start the build worker"), std::string::npos) << r.message;
+  EXPECT_FALSE(r.judges_candidate());
+  EXPECT_FALSE(r.compiled);
+  EXPECT_FALSE(r.metadata.compilation_error.has_value());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kbv
