@@ -1,29 +1,15 @@
-// Rules over the C++/CUDA sources a candidate compiles.
+// Rules over the C++/CUDA sources a candidate compiles (lint/rules.h, cpp_rules). The analysis they
+// read (functions, calls, launches): lint/cpp_analysis.cc.
 #include <algorithm>
-#include <cctype>
-#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "lint/cpp_lexer.h"
+#include "lint/cpp_analysis.h"
 #include "lint/ops.h"
-#include "lint/rules.h"
 
-namespace kbv {
+namespace kbv::cpprules {
 namespace {
-
-using Tokens = std::vector<CppToken>;
-
-bool is_p(const CppToken& t, std::string_view p) { return t.kind == CppKind::Punct && t.text == p; }
-bool is_id(const CppToken& t, std::string_view p) { return t.kind == CppKind::Ident && t.text == p; }
-
-const std::set<std::string> kKeywords = {"if",     "for",    "while",   "switch",   "catch",        "return",
-                                         "sizeof", "alignof", "decltype", "static_assert", "__attribute__",
-                                         "defined", "noexcept", "throw",  "new",      "delete",       "typeid",
-                                         "alignas", "__launch_bounds__", "__align__", "constexpr", "requires"};
-
-const std::set<std::string> kAssignOps = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="};
 
 // ATen/torch functions that allocate or describe rather than compute.
 const std::set<std::string> kAtenAllowed = {
@@ -55,10 +41,6 @@ const std::set<std::string> kStreamCreate = {"cudaStreamCreate", "cudaStreamCrea
 const std::set<std::string> kSyncCalls = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
                                           "cuStreamSynchronize", "cuCtxSynchronize", "synchronize"};
 
-const std::set<std::string> kLaunchCalls = {"cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cudaLaunchKernelEx",
-                                            "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
-                                            "cudaGraphLaunch", "cudaLaunchKernelExC"};
-
 const std::set<std::string> kPrecisionIds = {
     "__half", "__half2", "__nv_bfloat16", "__nv_bfloat162", "__nv_fp8_e4m3", "__nv_fp8_e5m2", "kHalf",
     "kBFloat16", "kFloat16", "__float2half", "__float2half_rn", "__float2bfloat16", "__float2bfloat16_rn",
@@ -66,603 +48,316 @@ const std::set<std::string> kPrecisionIds = {
     "CUBLAS_COMPUTE_32F_FAST_TF32", "CUBLAS_COMPUTE_32F_FAST_16F", "CUBLAS_COMPUTE_32F_FAST_16BF",
     "CUBLAS_TENSOR_OP_MATH", "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION"};
 
-struct Unit {
-  const CppUnit* src = nullptr;
-  CppLex lex;
-};
-
-struct Call {
-  std::vector<std::string> qual;  // {"at", "relu"}; {"", "write"} for ::write
-  bool member = false;
-  int line = 0;  // unit text line
-};
-
-struct Fn {
-  std::string name;
-  int unit = 0;
-  int line = 0;
-  bool kernel = false, device = false;
-  Tokens body;  // with macros expanded
-  std::vector<Call> calls;
-  std::vector<std::string> launched;  // kernels launched with <<<>>>
-  bool own_work = false;              // a launch, or a loop that stores through memory
-};
-
-class CppAnalysis {
- public:
-  CppAnalysis(const RecoveredSources& s, std::string_view solution, const std::string& precision,
-              std::vector<Finding>& out)
-      : s_(s), solution_(solution), precision_(precision), out_(out) {}
-
-  void run() {
-    for (const CppUnit& u : s_.units) {
-      Unit x;
-      x.src = &u;
-      x.lex = lex_cpp(u.text.text);
-      units_.push_back(std::move(x));
-    }
-    for (const Unit& u : units_)  // units_ does not change from here on
-      for (const CppMacro& m : u.lex.macros) macros_[m.name] = &m;
-    for (size_t u = 0; u < units_.size(); ++u) functions(static_cast<int>(u));
-    for (const Fn& f : fns_) names_.insert(f.name);
-    for (Fn& f : fns_) analyse(f);
-    aten_rule();
-    thread_rule();
-    stream_rule();
-    tamper_rule();
-    cache_rule();
-    precision_rule();
-  }
-
- private:
-  const RecoveredSources& s_;
-  std::string_view solution_;
-  const std::string& precision_;
-  std::vector<Finding>& out_;
-  std::vector<Unit> units_;
-  std::map<std::string, const CppMacro*> macros_;
-  std::vector<Fn> fns_;
-  std::set<std::string> names_;
-  std::set<std::pair<std::string, int>> reported_;  // (rule, file line)
-  std::map<std::string, std::pair<int, int>> cache_vars_;  // name -> (unit, line)
-
-  void report(const std::string& rule, const std::string& severity, const std::string& cheat, int unit, int line,
-              const std::string& message) {
-    const CppUnit& u = *units_[unit].src;
-    int file_line = u.text.file_line(line);
-    if (!reported_.insert({rule, file_line + u.line_offset}).second) return;
-    Finding f;
-    f.rule = rule;
-    f.severity = severity;
-    f.cheat = cheat;
-    f.file = u.file;
-    f.line = file_line + u.line_offset;
-    f.code = line_of(u.file_text.empty() ? solution_ : std::string_view(u.file_text), file_line);
-    f.message = message;
-    out_.push_back(std::move(f));
-  }
-
-  int match_forward(const Tokens& t, int open, const char* o, const char* c) const {
-    int depth = 0;
-    for (int k = open; k < static_cast<int>(t.size()); ++k) {
-      if (is_p(t[k], o)) ++depth;
-      if (is_p(t[k], c) && --depth == 0) return k;
-    }
-    return static_cast<int>(t.size()) - 1;
-  }
-
-  // Function definitions at namespace or class scope (bodies of other braces are skipped).
-  void functions(int u) {
-    const Tokens& t = units_[u].lex.tokens;
-    const int n = static_cast<int>(t.size());
-    int stmt_start = 0;
-    for (int k = 0; k < n; ++k) {
-      const CppToken& x = t[k];
-      if (x.kind == CppKind::Directive) {
-        stmt_start = k + 1;
-        continue;
-      }
-      if (is_p(x, ";")) note_cache_decl(u, t, stmt_start, k, true);
-      if (is_p(x, ";") || is_p(x, "}") || (is_p(x, ":") && k > 0 && t[k - 1].kind == CppKind::Ident &&
-                                            (t[k - 1].text == "public" || t[k - 1].text == "private" ||
-                                             t[k - 1].text == "protected"))) {
-        stmt_start = k + 1;
-        continue;
-      }
-      if (!is_p(x, "{")) continue;
-      bool scope = false;  // namespace, extern "C", class/struct body: keep looking inside
-      for (int j = stmt_start; j < k; ++j)
-        if (is_id(t[j], "namespace") || is_id(t[j], "extern") || is_id(t[j], "class") || is_id(t[j], "struct") ||
-            is_id(t[j], "union"))
-          scope = true;
-      int name_at = -1;
-      if (!scope) {
-        // ... name ( params ) [qualifiers] {
-        int j = k - 1;
-        while (j > stmt_start && (t[j].kind == CppKind::Ident || is_p(t[j], "&") || is_p(t[j], "&&") ||
-                                  is_p(t[j], "->") || is_p(t[j], "::") || is_p(t[j], "*") || is_p(t[j], ">") ||
-                                  is_p(t[j], "<") || is_p(t[j], ",")))
-          --j;  // const, noexcept, override, -> trailing return type
-        if (j >= stmt_start && is_p(t[j], ")")) {
-          int depth = 0, open = j;
-          for (; open >= stmt_start; --open) {
-            if (is_p(t[open], ")")) ++depth;
-            if (is_p(t[open], "(") && --depth == 0) break;
-          }
-          if (open > stmt_start && t[open - 1].kind == CppKind::Ident && !kKeywords.count(t[open - 1].text))
-            name_at = open - 1;
-        }
-      }
-      if (scope) {
-        stmt_start = k + 1;
-        continue;
-      }
-      int close = match_forward(t, k, "{", "}");
-      if (name_at >= 0) {
-        Fn f;
-        f.name = t[name_at].text;
-        f.unit = u;
-        f.line = t[name_at].line;
-        for (int j = stmt_start; j < name_at; ++j) {
-          if (is_id(t[j], "__global__")) f.kernel = true;
-          if (is_id(t[j], "__device__")) f.device = true;
-        }
-        std::set<std::string> expanding;
-        expand(t, k + 1, close, f.body, expanding, -1);
-        fns_.push_back(std::move(f));
-      } else {
-        note_cache_decl(u, t, stmt_start, k, true);  // a variable's initializer, an enum...
-      }
-      k = close;
-      stmt_start = k + 1;
-    }
-    // File-scope and function-local statics holding tensors.
-    for (int k = 0; k < n; ++k)
-      if (is_p(t[k], ";")) {
-        int j = k - 1;
-        while (j >= 0 && !is_p(t[j], ";") && !is_p(t[j], "{") && !is_p(t[j], "}") && t[j].kind != CppKind::Directive) --j;
-        note_cache_decl(u, t, j + 1, k, false);
-      }
-  }
-
-  // [b, e) is a declaration: "[static] ... Tensor ... name [= ...]" -> a tensor kept across calls
-  // (static anywhere, or any declaration at file scope).
-  void note_cache_decl(int u, const Tokens& t, int b, int e, bool file_scope) {
-    bool is_static = false, tensor = false;
-    int name = -1;
-    for (int j = b; j < e; ++j) {
-      if (is_id(t[j], "static")) is_static = true;
-      if (t[j].kind == CppKind::Ident && t[j].text.find("Tensor") != std::string::npos) tensor = true;
-      if (is_p(t[j], "(")) return;  // a function's declaration
-      if (is_p(t[j], "=") || is_p(t[j], "{")) break;
-      if (t[j].kind == CppKind::Ident) name = j;
-    }
-    if (!(is_static || file_scope) || !tensor || name < 0) return;
-    for (int j = b; j < e; ++j)
-      if (is_id(t[j], "using") || is_id(t[j], "typedef") || is_id(t[j], "return")) return;
-    if (t[name].text.find("Tensor") != std::string::npos) return;
-    cache_vars_.emplace(t[name].text, std::make_pair(u, t[name].line));
-  }
-
-  void expand(const Tokens& t, int b, int e, Tokens& out, std::set<std::string>& expanding, int line) {
-    for (int k = b; k < e; ++k) {
-      const CppToken& x = t[k];
-      if (x.kind == CppKind::Directive) continue;
-      auto it = x.kind == CppKind::Ident ? macros_.find(x.text) : macros_.end();
-      if (it != macros_.end() && !expanding.count(x.text) && expanding.size() < 4) {
-        expanding.insert(x.text);
-        expand(it->second->body, 0, static_cast<int>(it->second->body.size()), out, expanding, line >= 0 ? line : x.line);
-        expanding.erase(x.text);
-        continue;  // a function-like macro's arguments follow as ordinary tokens
-      }
-      CppToken y = x;
-      if (line >= 0) y.line = line;
-      out.push_back(std::move(y));
-    }
-  }
-
-  void analyse(Fn& f) {
-    const Tokens& t = f.body;
-    const int n = static_cast<int>(t.size());
-    if (f.kernel) f.own_work = true;
-    for (int k = 0; k < n; ++k) {
-      const CppToken& x = t[k];
-      if (is_p(x, "<<<")) {
-        f.own_work = true;
-        int j = k - 1;
-        if (j >= 0 && is_p(t[j], ">")) {  // kernel<T><<<
-          int depth = 0;
-          for (; j >= 0; --j) {
-            if (is_p(t[j], ">")) ++depth;
-            if (is_p(t[j], "<") && --depth == 0) break;
-          }
-          --j;
-        }
-        if (j >= 0 && t[j].kind == CppKind::Ident) f.launched.push_back(t[j].text);
-        continue;
-      }
-      if ((is_id(x, "for") || is_id(x, "while") || is_id(x, "do")) && loop_stores(t, k)) {
-        f.own_work = true;
-      }
-      if (x.kind != CppKind::Ident || k + 1 >= n) continue;
-      int open = k + 1;
-      if (is_p(t[open], "<")) {  // name<...>(
-        int depth = 0, j = open;
-        for (; j < n && j < open + 24; ++j) {
-          if (is_p(t[j], "<")) ++depth;
-          if (is_p(t[j], ">") && --depth == 0) break;
-          if (is_p(t[j], ";") || is_p(t[j], "{")) break;
-        }
-        if (j < n - 1 && is_p(t[j], ">") && is_p(t[j + 1], "(")) open = j + 1;
-      }
-      if (!is_p(t[open], "(") || kKeywords.count(x.text)) continue;
-      Call c;
-      c.qual.push_back(x.text);
-      c.line = x.line;
-      int j = k;
-      while (j >= 2 && is_p(t[j - 1], "::") && t[j - 2].kind == CppKind::Ident) {
-        j -= 2;
-        c.qual.insert(c.qual.begin(), t[j].text);
-      }
-      if (j >= 1 && is_p(t[j - 1], "::")) c.qual.insert(c.qual.begin(), "");
-      if (j >= 1 && (is_p(t[j - 1], ".") || is_p(t[j - 1], "->"))) c.member = true;
-      if (!c.member && kLaunchCalls.count(x.text)) {
-        f.own_work = true;
-      }
-      f.calls.push_back(std::move(c));
-    }
-  }
-
-  // A loop at k (for/while/do) whose body assigns through a subscript, '->' or a dereference.
-  bool loop_stores(const Tokens& t, int k) const {
-    const int n = static_cast<int>(t.size());
-    int b = k + 1;
-    if (!is_id(t[k], "do")) {
-      if (b >= n || !is_p(t[b], "(")) return false;
-      b = match_forward(t, b, "(", ")") + 1;
-    }
-    if (b >= n) return false;
-    int e;
-    if (is_p(t[b], "{")) {
-      e = match_forward(t, b, "{", "}");
-    } else {
-      int depth = 0;
-      for (e = b; e < n; ++e) {
-        if (is_p(t[e], "(") || is_p(t[e], "{")) ++depth;
-        if (is_p(t[e], ")") || is_p(t[e], "}")) --depth;
-        if (depth <= 0 && is_p(t[e], ";")) break;
-      }
-    }
-    bool assigns = false, memory = false;
-    for (int j = b; j < e && j < n; ++j) {
-      if (t[j].kind != CppKind::Punct) continue;
-      if (kAssignOps.count(t[j].text)) assigns = true;
-      if (t[j].text == "[" || t[j].text == "->") memory = true;
-      if (t[j].text == "*" && j > 0 &&
-          (t[j - 1].kind == CppKind::Punct && t[j - 1].text != ")" && t[j - 1].text != "]"))
-        memory = true;
-    }
-    return assigns && memory;
-  }
-
-  bool using_namespace_aten(int u) const {
-    const Tokens& t = units_[u].lex.tokens;
-    for (size_t k = 0; k + 2 < t.size(); ++k)
-      if (is_id(t[k], "using") && is_id(t[k + 1], "namespace") && (is_id(t[k + 2], "at") || is_id(t[k + 2], "torch")))
-        return true;
-    return false;
-  }
-
-  // "at::relu" for an ATen/torch compute call, "" for anything else.
-  std::string aten_compute(const Call& c, bool using_aten) const {
-    const std::string& name = c.qual.back();
-    if (c.member) return is_compute_method(name) ? "." + name + "()" : "";
-    std::string joined;
-    for (const auto& q : c.qual) joined += (joined.empty() ? "" : "::") + q;
-    if (c.qual.size() == 1) {
-      if (using_aten && !names_.count(name) && is_compute_method(name)) return name;
-      if (name.rfind("cublas", 0) == 0 || name.rfind("cudnn", 0) == 0) {
-        std::string l;
-        for (char ch : name) l += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        for (const char* op : {"gemm", "gemv", "matmul", "dot", "axpy", "forward", "convolution", "softmax",
-                               "activation", "reduce", "trsm", "syrk"})
-          if (l.find(op) != std::string::npos && l.find("create") == std::string::npos &&
-              l.find("destroy") == std::string::npos && l.find("desc") == std::string::npos &&
-              l.find("getworkspace") == std::string::npos && l.find("algo") == std::string::npos)
-            return name;
-      }
-      return "";
-    }
-    if (c.qual[0] != "at" && c.qual[0] != "torch") return "";
-    for (const auto& q : c.qual)
-      if (q == "blas" || q == "native" || q == "_ops" || q == "functional") return joined;
-    for (const auto& q : c.qual)
-      if (q == "cuda" || q == "indexing" || q == "detail" || q == "autograd" || q == "jit" || q == "utils" ||
-          q == "nn" || q == "cpu" || q == "internal" || q == "impl")
-        return q == "cpu" && is_compute_method(name) ? joined : "";
-    if (name.empty() || std::isupper(static_cast<unsigned char>(name[0]))) return "";
-    for (char ch : name)
-      if (std::isupper(static_cast<unsigned char>(ch))) return "";  // camelCase: utilities (checkDim, toString)
-    if (kAtenAllowed.count(name)) return "";
-    return joined;
-  }
-
-  void aten_rule() {
-    // Entry points: exported functions, else every host function.
-    std::set<std::string> entries = s_.exported;
-    for (const Fn& f : fns_) {
-      if (f.name == "PYBIND11_MODULE" || f.name == "TORCH_LIBRARY" || f.name == "TORCH_LIBRARY_IMPL" ||
-          f.name == "TORCH_LIBRARY_FRAGMENT") {
-        entries.insert(f.name);
-        const Tokens& t = f.body;
-        for (size_t k = 0; k + 3 < t.size(); ++k)  // m.def("name", &fn) / m.impl("name", fn) / TORCH_FN(fn)
-          if ((is_id(t[k], "def") || is_id(t[k], "impl")) && is_p(t[k + 1], "(") && t[k + 2].kind == CppKind::String) {
-            size_t j = k + 3;
-            if (j < t.size() && is_p(t[j], ",")) ++j;
-            if (j < t.size() && is_p(t[j], "&")) ++j;
-            if (j + 2 < t.size() && is_id(t[j], "TORCH_FN") && is_p(t[j + 1], "(")) j += 2;
-            if (j < t.size() && t[j].kind == CppKind::Ident) entries.insert(t[j].text);
-          }
-      }
-    }
-    bool any_defined = false;
-    for (const auto& e : entries) any_defined = any_defined || names_.count(e);
-    if (!any_defined)
-      for (const Fn& f : fns_)
-        if (!f.kernel && !f.device) entries.insert(f.name);
-
-    for (size_t i = 0; i < fns_.size(); ++i) {
-      const Fn& entry = fns_[i];
-      if (!entries.count(entry.name) || entry.kernel || entry.device) continue;
-      // Everything it reaches through calls to functions defined in the sources.
-      std::vector<size_t> closure = {i};
-      std::set<std::string> seen = {entry.name};
-      bool own = false;
-      for (size_t q = 0; q < closure.size(); ++q) {
-        const Fn& f = fns_[closure[q]];
-        own = own || f.own_work;
-        std::vector<std::string> next = f.launched;
-        for (const Call& c : f.calls)
-          if (!c.member && names_.count(c.qual.back())) next.push_back(c.qual.back());
-        for (const auto& name : next)
-          for (size_t j = 0; j < fns_.size(); ++j)
-            if (fns_[j].name == name && seen.insert(name).second) closure.push_back(j);
-      }
-      std::vector<std::pair<const Fn*, const Call*>> aten;
-      for (size_t q : closure) {
-        const Fn& f = fns_[q];
-        if (f.kernel || f.device) continue;
-        bool using_aten = using_namespace_aten(f.unit);
-        for (const Call& c : f.calls)
-          if (!aten_compute(c, using_aten).empty()) aten.push_back({&f, &c});
-      }
-      if (aten.empty()) continue;
-      std::string names;
-      std::set<std::string> listed;
-      for (auto [f, c] : aten) {
-        std::string a = aten_compute(*c, using_namespace_aten(f->unit));
-        if (listed.size() < 4 && listed.insert(a).second) names += (names.empty() ? "" : ", ") + a;
-      }
-      const auto& [f0, c0] = aten.front();
-      if (!own) {
-        report("aten_compute", "reject", "T11", f0->unit, c0->line,
-               fmt::format("{}() gets its result from {} and runs no kernel or loop of its own: the library "
-                           "(ATen, cuBLAS, cuDNN) does the work. Write the computation as a kernel; allocation "
-                           "(torch::empty...), shape and pointer calls are fine",
-                           entry.name, names));
-      } else {
-        report("aten_compute", "warn", "T11", f0->unit, c0->line,
-               fmt::format("{}() computes part of its result with {} next to its own kernel/loop: allowed "
-                           "(KernelBench allows mixing)",
-                           entry.name, names));
-      }
-    }
-  }
-
-  // Every token of every unit, macro bodies included, with its unit.
-  template <typename F>
-  void each_token(F fn) const {
-    for (size_t u = 0; u < units_.size(); ++u) {
-      const Tokens& t = units_[u].lex.tokens;
-      for (size_t k = 0; k < t.size(); ++k) fn(static_cast<int>(u), t, static_cast<int>(k));
-      for (const CppMacro& m : units_[u].lex.macros)
-        for (size_t k = 0; k < m.body.size(); ++k) fn(static_cast<int>(u), m.body, static_cast<int>(k));
-    }
-  }
-
-  static bool plain_call(const Tokens& t, int k) {  // name( not as a member, not std::
-    if (k + 1 >= static_cast<int>(t.size()) || !is_p(t[k + 1], "(")) return false;
-    if (k >= 1 && (is_p(t[k - 1], ".") || is_p(t[k - 1], "->"))) return false;
-    if (k >= 2 && is_p(t[k - 1], "::") && t[k - 2].kind == CppKind::Ident) return false;
-    return true;
-  }
-
-  void thread_rule() {
-    int thread_unit = -1, thread_line = 0, detach_unit = -1, detach_line = 0;
-    std::string thread_what;
-    each_token([&](int u, const Tokens& t, int k) {
-      const CppToken& x = t[k];
-      if (x.kind != CppKind::Ident) return;
-      bool qualified_std = k >= 2 && is_p(t[k - 1], "::") && (is_id(t[k - 2], "std") || is_id(t[k - 2], "boost"));
-      if ((qualified_std && (x.text == "thread" || x.text == "jthread" || x.text == "async")) ||
-          (x.text == "pthread_create" && plain_call(t, k))) {
-        if (thread_unit < 0) thread_unit = u, thread_line = x.line, thread_what = x.text;
-      }
-      if ((x.text == "detach" && k >= 1 && (is_p(t[k - 1], ".") || is_p(t[k - 1], "->"))) ||
-          (x.text == "pthread_detach" && plain_call(t, k))) {
-        if (detach_unit < 0) detach_unit = u, detach_line = x.line;
-      }
-      if (kProcessCalls.count(x.text) && plain_call(t, k) && !names_.count(x.text))
-        report("threads", "reject", "T2", u, x.line,
-               fmt::format("{}() starts another process: work may go on after the call returns", x.text));
-      if ((x.text == "sched_setaffinity" || x.text == "pthread_setaffinity_np" ||
-           x.text == "pthread_attr_setaffinity_np") &&
-          plain_call(t, k) && !names_.count(x.text))
-        report("cpu_affinity", "reject", "T25", u, x.line,
-               fmt::format("{}() changes the CPUs a thread may run on: kbv gives the candidate and its baselines the "
-                           "same CPUs (--cpu-threads), and more of them would time a scheduler, not a kernel",
-                           x.text));
-      if ((x.text == "cudaLaunchHostFunc" || x.text == "cudaStreamAddCallback") && plain_call(t, k))
-        report("threads", "reject", "T2", u, x.line,
-               fmt::format("{}() runs host code later, on the driver's thread, after the call returns", x.text));
-    });
-    if (detach_unit >= 0)
-      report("threads", "reject", "T2", detach_unit, detach_line,
-             "a detached thread can finish the work after the call has returned");
-    else if (thread_unit >= 0)
-      report("threads", "warn", "T2", thread_unit, thread_line,
-             fmt::format("starts threads (std::{}): allowed when they are joined before the call returns", thread_what));
-  }
-
-  void stream_rule() {
-    std::set<std::string> callers = {"0", "nullptr", "NULL", "cudaStreamLegacy", "cudaStreamPerThread"};
-    int create_unit = -1, create_line = 0;
-    std::string create;
-    bool joined = false;
-    for (size_t u = 0; u < units_.size(); ++u) {
-      const Tokens& t = units_[u].lex.tokens;
-      for (int k = 0; k < static_cast<int>(t.size()); ++k) {
-        const CppToken& x = t[k];
-        if (x.kind != CppKind::Ident) continue;
-        if (x.text == "getCurrentCUDAStream" || x.text == "getDefaultCUDAStream") {
-          int j = k;  // the variable this statement declares, if any: "name = ...getCurrentCUDAStream"
-          while (j > 0 && !is_p(t[j], ";") && !is_p(t[j], "{") && !is_p(t[j], "}")) --j;
-          for (int m = j; m < k; ++m)
-            if (is_p(t[m + 1], "=") && t[m].kind == CppKind::Ident) callers.insert(t[m].text);
-        }
-        if (kStreamCreate.count(x.text) && create_unit < 0) {
-          create_unit = static_cast<int>(u);
-          create_line = x.line;
-          create = x.text;
-        }
-        if (kSyncCalls.count(x.text) && k + 1 < static_cast<int>(t.size()) && is_p(t[k + 1], "(")) joined = true;
-        if ((x.text == "cudaStreamWaitEvent" || x.text == "cuStreamWaitEvent") && k + 2 < static_cast<int>(t.size())) {
-          for (int j = k + 2; j < static_cast<int>(t.size()) && !is_p(t[j], ","); ++j)
-            if (callers.count(t[j].text) || t[j].text == "getCurrentCUDAStream" || t[j].text == "getDefaultCUDAStream")
-              joined = true;
-        }
-      }
-    }
-    if (create_unit < 0) return;
-    if (joined)
-      report("side_stream", "warn", "T1", create_unit, create_line,
-             fmt::format("{}() makes a stream of its own; the caller's stream (or the host) waits for it, so the "
-                         "timed stream covers its work",
-                         create));
-    else
-      report("side_stream", "reject", "T1", create_unit, create_line,
-             fmt::format("{}() makes a stream of its own and nothing makes the caller's stream wait for it: the "
-                         "work runs outside the timed stream. Launch on at::cuda::getCurrentCUDAStream(), or make "
-                         "the caller's stream wait (cudaStreamWaitEvent on it)",
-                         create));
-  }
-
-  void tamper_rule() {
-    int unit = -1, line = 0;
-    std::vector<std::string> names;
-    each_token([&](int u, const Tokens& t, int k) {
-      const CppToken& x = t[k];
-      if (x.kind == CppKind::String &&
-          (x.text.find("/proc/") != std::string::npos || x.text.find("/dev/mem") != std::string::npos) &&
-          x.text.find("/proc/cpuinfo") == std::string::npos && x.text.find("/proc/meminfo") == std::string::npos) {
-        report("grader_tamper", "reject", "T14", u, x.line,
-               "names a /proc path: reading or writing another process's (or its own) memory or descriptors");
-        return;
-      }
-      if (x.kind != CppKind::Ident || !kTamperCalls.count(x.text) || names_.count(x.text)) return;
-      if (k + 1 >= static_cast<int>(t.size()) || !is_p(t[k + 1], "(")) return;
-      if (k >= 1 && (is_p(t[k - 1], ".") || is_p(t[k - 1], "->"))) return;
-      if (k >= 2 && is_p(t[k - 1], "::") && t[k - 2].kind == CppKind::Ident) return;  // std::signal, ns::read
-      if (unit < 0) unit = u, line = x.line;
-      if (std::find(names.begin(), names.end(), x.text) == names.end()) names.push_back(x.text);
-    });
-    if (unit < 0) return;
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n + "()";
-    report("grader_tamper", "reject", "T14", unit, line,
-           fmt::format("calls {}: system calls on the process's file descriptors, memory or signals, which a "
-                       "kernel has no use for and which can forge or intercept the harness's messages",
-                       list));
-  }
-
-  void cache_rule() {
-    if (cache_vars_.empty()) return;
-    for (const Fn& f : fns_) {
-      if (f.kernel || f.device) continue;
-      const Tokens& t = f.body;
-      bool uses_cache = false;
-      for (const auto& x : t)
-        if (x.kind == CppKind::Ident && cache_vars_.count(x.text)) uses_cache = true;
-      if (!uses_cache) continue;
-      for (int k = 0; k + 1 < static_cast<int>(t.size()); ++k) {
-        if (!is_id(t[k], "return")) continue;
-        const CppToken& r = t[k + 1];
-        bool cached = r.kind == CppKind::Ident && cache_vars_.count(r.text);
-        std::string what = cached ? r.text : "";
-        if (!cached && k + 3 < static_cast<int>(t.size()) && r.kind == CppKind::Ident &&
-            (is_p(t[k + 2], "->") || is_p(t[k + 2], ".")) && is_id(t[k + 3], "second")) {
-          cached = true;  // return it->second, it from a lookup in the cache
-          for (const auto& x : t)
-            if (x.kind == CppKind::Ident && cache_vars_.count(x.text)) what = x.text;
-        }
-        if (!cached) continue;
-        report("output_cache", "reject", "T5", f.unit, t[k].line,
-               fmt::format("{}() returns {}, a tensor kept across calls (static): an output cache. Every call must "
-                           "compute its output from its own inputs",
-                           f.name, what));
-      }
-    }
-  }
-
-  void precision_rule() {
-    int unit = -1, line = 0;
-    std::set<std::string> seen;
-    each_token([&](int u, const Tokens& t, int k) {
-      const CppToken& x = t[k];
-      std::string what;
-      if (x.kind == CppKind::Ident) {
-        if (kPrecisionIds.count(x.text)) what = x.text;
-        else if ((x.text == "Half" || x.text == "BFloat16") && k >= 2 && is_p(t[k - 1], "::")) what = t[k - 2].text + "::" + x.text;
-        else if (x.text.find("tf32") != std::string::npos) what = x.text;
-      } else if (x.kind == CppKind::String && k >= 1 && (is_id(t[k - 1], "asm") || is_id(t[k - 1], "__asm__") ||
-                                                         is_id(t[k - 1], "volatile") || is_p(t[k - 1], "("))) {
-        for (const char* s : {".tf32", ".f16", ".bf16", ".e4m3", ".e5m2"})
-          if (x.text.find(s) != std::string::npos && x.text.find("mma") != std::string::npos) what = std::string("mma ") + s;
-      }
-      if (what.empty() || !below_precision(what, precision_)) return;
-      if (unit < 0) unit = u, line = x.line;
-      seen.insert(what);
-    });
-    if (unit >= 0) {
-      std::string list;
-      for (const auto& s : seen) list += (list.empty() ? "" : ", ") + s;
-      report("precision_downgrade", "warn", "T12", unit, line,
-             fmt::format("computes in reduced precision ({}): {} problems are checked at {} tolerance", list,
-                         precision_, precision_));
-    }
-    for (const auto& [flag, py_line] : s_.flags) {
-      if (flag.find("fast_math") != std::string::npos || flag.find("fast-math") != std::string::npos ||
-          flag == "-Ofast" || flag.find("prec-div=false") != std::string::npos ||
-          flag.find("prec-sqrt=false") != std::string::npos || flag.find("ftz=true") != std::string::npos) {
-        Finding f;
-        f.rule = "precision_downgrade";
-        f.severity = "warn";
-        f.cheat = "T12";
-        f.file = s_.file;
-        f.line = py_line + s_.line_offset;
-        f.code = line_of(solution_, py_line);
-        f.message = fmt::format("compiles with {}: approximate math (fast exp/div/sqrt, flushed denormals)", flag);
-        if (reported_.insert({"precision_flag", f.line}).second) out_.push_back(std::move(f));
-      }
-    }
-  }
-};
-
 }  // namespace
+
+bool CppAnalysis::using_namespace_aten(int u) const {
+  const Tokens& t = units_[u].lex.tokens;
+  for (size_t k = 0; k + 2 < t.size(); ++k)
+    if (is_id(t[k], "using") && is_id(t[k + 1], "namespace") && (is_id(t[k + 2], "at") || is_id(t[k + 2], "torch")))
+      return true;
+  return false;
+}
+
+// "at::relu" for an ATen/torch compute call, "" for anything else.
+std::string CppAnalysis::aten_compute(const Call& c, bool using_aten) const {
+  const std::string& name = c.qual.back();
+  if (c.member) return is_compute_method(name) ? "." + name + "()" : "";
+  std::string joined;
+  for (const auto& q : c.qual) joined += (joined.empty() ? "" : "::") + q;
+  if (c.qual.size() == 1) {
+    if (using_aten && !names_.count(name) && is_compute_method(name)) return name;
+    if (name.rfind("cublas", 0) == 0 || name.rfind("cudnn", 0) == 0) {
+      std::string l;
+      for (char ch : name) l += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      for (const char* op : {"gemm", "gemv", "matmul", "dot", "axpy", "forward", "convolution", "softmax",
+                             "activation", "reduce", "trsm", "syrk"})
+        if (l.find(op) != std::string::npos && l.find("create") == std::string::npos &&
+            l.find("destroy") == std::string::npos && l.find("desc") == std::string::npos &&
+            l.find("getworkspace") == std::string::npos && l.find("algo") == std::string::npos)
+          return name;
+    }
+    return "";
+  }
+  if (c.qual[0] != "at" && c.qual[0] != "torch") return "";
+  for (const auto& q : c.qual)
+    if (q == "blas" || q == "native" || q == "_ops" || q == "functional") return joined;
+  for (const auto& q : c.qual)
+    if (q == "cuda" || q == "indexing" || q == "detail" || q == "autograd" || q == "jit" || q == "utils" ||
+        q == "nn" || q == "cpu" || q == "internal" || q == "impl")
+      return q == "cpu" && is_compute_method(name) ? joined : "";
+  if (name.empty() || std::isupper(static_cast<unsigned char>(name[0]))) return "";
+  for (char ch : name)
+    if (std::isupper(static_cast<unsigned char>(ch))) return "";  // camelCase: utilities (checkDim, toString)
+  if (kAtenAllowed.count(name)) return "";
+  return joined;
+}
+
+void CppAnalysis::aten_rule() {
+  // Entry points: exported functions, else every host function.
+  std::set<std::string> entries = s_.exported;
+  for (const Fn& f : fns_) {
+    if (f.name == "PYBIND11_MODULE" || f.name == "TORCH_LIBRARY" || f.name == "TORCH_LIBRARY_IMPL" ||
+        f.name == "TORCH_LIBRARY_FRAGMENT") {
+      entries.insert(f.name);
+      const Tokens& t = f.body;
+      for (size_t k = 0; k + 3 < t.size(); ++k)  // m.def("name", &fn) / m.impl("name", fn) / TORCH_FN(fn)
+        if ((is_id(t[k], "def") || is_id(t[k], "impl")) && is_p(t[k + 1], "(") && t[k + 2].kind == CppKind::String) {
+          size_t j = k + 3;
+          if (j < t.size() && is_p(t[j], ",")) ++j;
+          if (j < t.size() && is_p(t[j], "&")) ++j;
+          if (j + 2 < t.size() && is_id(t[j], "TORCH_FN") && is_p(t[j + 1], "(")) j += 2;
+          if (j < t.size() && t[j].kind == CppKind::Ident) entries.insert(t[j].text);
+        }
+    }
+  }
+  bool any_defined = false;
+  for (const auto& e : entries) any_defined = any_defined || names_.count(e);
+  if (!any_defined)
+    for (const Fn& f : fns_)
+      if (!f.kernel && !f.device) entries.insert(f.name);
+
+  for (size_t i = 0; i < fns_.size(); ++i) {
+    const Fn& entry = fns_[i];
+    if (!entries.count(entry.name) || entry.kernel || entry.device) continue;
+    // Everything it reaches through calls to functions defined in the sources.
+    std::vector<size_t> closure = {i};
+    std::set<std::string> seen = {entry.name};
+    bool own = false;
+    for (size_t q = 0; q < closure.size(); ++q) {
+      const Fn& f = fns_[closure[q]];
+      own = own || f.own_work;
+      std::vector<std::string> next = f.launched;
+      for (const Call& c : f.calls)
+        if (!c.member && names_.count(c.qual.back())) next.push_back(c.qual.back());
+      for (const auto& name : next)
+        for (size_t j = 0; j < fns_.size(); ++j)
+          if (fns_[j].name == name && seen.insert(name).second) closure.push_back(j);
+    }
+    std::vector<std::pair<const Fn*, const Call*>> aten;
+    for (size_t q : closure) {
+      const Fn& f = fns_[q];
+      if (f.kernel || f.device) continue;
+      bool using_aten = using_namespace_aten(f.unit);
+      for (const Call& c : f.calls)
+        if (!aten_compute(c, using_aten).empty()) aten.push_back({&f, &c});
+    }
+    if (aten.empty()) continue;
+    std::string names;
+    std::set<std::string> listed;
+    for (auto [f, c] : aten) {
+      std::string a = aten_compute(*c, using_namespace_aten(f->unit));
+      if (listed.size() < 4 && listed.insert(a).second) names += (names.empty() ? "" : ", ") + a;
+    }
+    const auto& [f0, c0] = aten.front();
+    if (!own) {
+      report("aten_compute", "reject", "T11", f0->unit, c0->line,
+             fmt::format("{}() gets its result from {} and runs no kernel or loop of its own: the library "
+                         "(ATen, cuBLAS, cuDNN) does the work. Write the computation as a kernel; allocation "
+                         "(torch::empty...), shape and pointer calls are fine",
+                         entry.name, names));
+    } else {
+      report("aten_compute", "warn", "T11", f0->unit, c0->line,
+             fmt::format("{}() computes part of its result with {} next to its own kernel/loop: allowed "
+                         "(KernelBench allows mixing)",
+                         entry.name, names));
+    }
+  }
+}
+
+bool CppAnalysis::plain_call(const Tokens& t, int k) {  // name( not as a member, not std::
+  if (k + 1 >= static_cast<int>(t.size()) || !is_p(t[k + 1], "(")) return false;
+  if (k >= 1 && (is_p(t[k - 1], ".") || is_p(t[k - 1], "->"))) return false;
+  if (k >= 2 && is_p(t[k - 1], "::") && t[k - 2].kind == CppKind::Ident) return false;
+  return true;
+}
+
+void CppAnalysis::thread_rule() {
+  int thread_unit = -1, thread_line = 0, detach_unit = -1, detach_line = 0;
+  std::string thread_what;
+  each_token([&](int u, const Tokens& t, int k) {
+    const CppToken& x = t[k];
+    if (x.kind != CppKind::Ident) return;
+    bool qualified_std = k >= 2 && is_p(t[k - 1], "::") && (is_id(t[k - 2], "std") || is_id(t[k - 2], "boost"));
+    if ((qualified_std && (x.text == "thread" || x.text == "jthread" || x.text == "async")) ||
+        (x.text == "pthread_create" && plain_call(t, k))) {
+      if (thread_unit < 0) thread_unit = u, thread_line = x.line, thread_what = x.text;
+    }
+    if ((x.text == "detach" && k >= 1 && (is_p(t[k - 1], ".") || is_p(t[k - 1], "->"))) ||
+        (x.text == "pthread_detach" && plain_call(t, k))) {
+      if (detach_unit < 0) detach_unit = u, detach_line = x.line;
+    }
+    if (kProcessCalls.count(x.text) && plain_call(t, k) && !names_.count(x.text))
+      report("threads", "reject", "T2", u, x.line,
+             fmt::format("{}() starts another process: work may go on after the call returns", x.text));
+    if ((x.text == "sched_setaffinity" || x.text == "pthread_setaffinity_np" ||
+         x.text == "pthread_attr_setaffinity_np") &&
+        plain_call(t, k) && !names_.count(x.text))
+      report("cpu_affinity", "reject", "T25", u, x.line,
+             fmt::format("{}() changes the CPUs a thread may run on: kbv gives the candidate and its baselines the "
+                         "same CPUs (--cpu-threads), and more of them would time a scheduler, not a kernel",
+                         x.text));
+    if ((x.text == "cudaLaunchHostFunc" || x.text == "cudaStreamAddCallback") && plain_call(t, k))
+      report("threads", "reject", "T2", u, x.line,
+             fmt::format("{}() runs host code later, on the driver's thread, after the call returns", x.text));
+  });
+  if (detach_unit >= 0)
+    report("threads", "reject", "T2", detach_unit, detach_line,
+           "a detached thread can finish the work after the call has returned");
+  else if (thread_unit >= 0)
+    report("threads", "warn", "T2", thread_unit, thread_line,
+           fmt::format("starts threads (std::{}): allowed when they are joined before the call returns", thread_what));
+}
+
+void CppAnalysis::stream_rule() {
+  std::set<std::string> callers = {"0", "nullptr", "NULL", "cudaStreamLegacy", "cudaStreamPerThread"};
+  int create_unit = -1, create_line = 0;
+  std::string create;
+  bool joined = false;
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const Tokens& t = units_[u].lex.tokens;
+    for (int k = 0; k < static_cast<int>(t.size()); ++k) {
+      const CppToken& x = t[k];
+      if (x.kind != CppKind::Ident) continue;
+      if (x.text == "getCurrentCUDAStream" || x.text == "getDefaultCUDAStream") {
+        int j = k;  // the variable this statement declares, if any: "name = ...getCurrentCUDAStream"
+        while (j > 0 && !is_p(t[j], ";") && !is_p(t[j], "{") && !is_p(t[j], "}")) --j;
+        for (int m = j; m < k; ++m)
+          if (is_p(t[m + 1], "=") && t[m].kind == CppKind::Ident) callers.insert(t[m].text);
+      }
+      if (kStreamCreate.count(x.text) && create_unit < 0) {
+        create_unit = static_cast<int>(u);
+        create_line = x.line;
+        create = x.text;
+      }
+      if (kSyncCalls.count(x.text) && k + 1 < static_cast<int>(t.size()) && is_p(t[k + 1], "(")) joined = true;
+      if ((x.text == "cudaStreamWaitEvent" || x.text == "cuStreamWaitEvent") && k + 2 < static_cast<int>(t.size())) {
+        for (int j = k + 2; j < static_cast<int>(t.size()) && !is_p(t[j], ","); ++j)
+          if (callers.count(t[j].text) || t[j].text == "getCurrentCUDAStream" || t[j].text == "getDefaultCUDAStream")
+            joined = true;
+      }
+    }
+  }
+  if (create_unit < 0) return;
+  if (joined)
+    report("side_stream", "warn", "T1", create_unit, create_line,
+           fmt::format("{}() makes a stream of its own; the caller's stream (or the host) waits for it, so the "
+                       "timed stream covers its work",
+                       create));
+  else
+    report("side_stream", "reject", "T1", create_unit, create_line,
+           fmt::format("{}() makes a stream of its own and nothing makes the caller's stream wait for it: the "
+                       "work runs outside the timed stream. Launch on at::cuda::getCurrentCUDAStream(), or make "
+                       "the caller's stream wait (cudaStreamWaitEvent on it)",
+                       create));
+}
+
+void CppAnalysis::tamper_rule() {
+  int unit = -1, line = 0;
+  std::vector<std::string> names;
+  each_token([&](int u, const Tokens& t, int k) {
+    const CppToken& x = t[k];
+    if (x.kind == CppKind::String &&
+        (x.text.find("/proc/") != std::string::npos || x.text.find("/dev/mem") != std::string::npos) &&
+        x.text.find("/proc/cpuinfo") == std::string::npos && x.text.find("/proc/meminfo") == std::string::npos) {
+      report("grader_tamper", "reject", "T14", u, x.line,
+             "names a /proc path: reading or writing another process's (or its own) memory or descriptors");
+      return;
+    }
+    if (x.kind != CppKind::Ident || !kTamperCalls.count(x.text) || names_.count(x.text)) return;
+    if (k + 1 >= static_cast<int>(t.size()) || !is_p(t[k + 1], "(")) return;
+    if (k >= 1 && (is_p(t[k - 1], ".") || is_p(t[k - 1], "->"))) return;
+    if (k >= 2 && is_p(t[k - 1], "::") && t[k - 2].kind == CppKind::Ident) return;  // std::signal, ns::read
+    if (unit < 0) unit = u, line = x.line;
+    if (std::find(names.begin(), names.end(), x.text) == names.end()) names.push_back(x.text);
+  });
+  if (unit < 0) return;
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n + "()";
+  report("grader_tamper", "reject", "T14", unit, line,
+         fmt::format("calls {}: system calls on the process's file descriptors, memory or signals, which a "
+                     "kernel has no use for and which can forge or intercept the harness's messages",
+                     list));
+}
+
+void CppAnalysis::cache_rule() {
+  if (cache_vars_.empty()) return;
+  for (const Fn& f : fns_) {
+    if (f.kernel || f.device) continue;
+    const Tokens& t = f.body;
+    bool uses_cache = false;
+    for (const auto& x : t)
+      if (x.kind == CppKind::Ident && cache_vars_.count(x.text)) uses_cache = true;
+    if (!uses_cache) continue;
+    for (int k = 0; k + 1 < static_cast<int>(t.size()); ++k) {
+      if (!is_id(t[k], "return")) continue;
+      const CppToken& r = t[k + 1];
+      bool cached = r.kind == CppKind::Ident && cache_vars_.count(r.text);
+      std::string what = cached ? r.text : "";
+      if (!cached && k + 3 < static_cast<int>(t.size()) && r.kind == CppKind::Ident &&
+          (is_p(t[k + 2], "->") || is_p(t[k + 2], ".")) && is_id(t[k + 3], "second")) {
+        cached = true;  // return it->second, it from a lookup in the cache
+        for (const auto& x : t)
+          if (x.kind == CppKind::Ident && cache_vars_.count(x.text)) what = x.text;
+      }
+      if (!cached) continue;
+      report("output_cache", "reject", "T5", f.unit, t[k].line,
+             fmt::format("{}() returns {}, a tensor kept across calls (static): an output cache. Every call must "
+                         "compute its output from its own inputs",
+                         f.name, what));
+    }
+  }
+}
+
+void CppAnalysis::precision_rule() {
+  int unit = -1, line = 0;
+  std::set<std::string> seen;
+  each_token([&](int u, const Tokens& t, int k) {
+    const CppToken& x = t[k];
+    std::string what;
+    if (x.kind == CppKind::Ident) {
+      if (kPrecisionIds.count(x.text)) what = x.text;
+      else if ((x.text == "Half" || x.text == "BFloat16") && k >= 2 && is_p(t[k - 1], "::")) what = t[k - 2].text + "::" + x.text;
+      else if (x.text.find("tf32") != std::string::npos) what = x.text;
+    } else if (x.kind == CppKind::String && k >= 1 && (is_id(t[k - 1], "asm") || is_id(t[k - 1], "__asm__") ||
+                                                       is_id(t[k - 1], "volatile") || is_p(t[k - 1], "("))) {
+      for (const char* s : {".tf32", ".f16", ".bf16", ".e4m3", ".e5m2"})
+        if (x.text.find(s) != std::string::npos && x.text.find("mma") != std::string::npos) what = std::string("mma ") + s;
+    }
+    if (what.empty() || !below_precision(what, precision_)) return;
+    if (unit < 0) unit = u, line = x.line;
+    seen.insert(what);
+  });
+  if (unit >= 0) {
+    std::string list;
+    for (const auto& s : seen) list += (list.empty() ? "" : ", ") + s;
+    report("precision_downgrade", "warn", "T12", unit, line,
+           fmt::format("computes in reduced precision ({}): {} problems are checked at {} tolerance", list,
+                       precision_, precision_));
+  }
+  for (const auto& [flag, py_line] : s_.flags) {
+    if (flag.find("fast_math") != std::string::npos || flag.find("fast-math") != std::string::npos ||
+        flag == "-Ofast" || flag.find("prec-div=false") != std::string::npos ||
+        flag.find("prec-sqrt=false") != std::string::npos || flag.find("ftz=true") != std::string::npos) {
+      Finding f;
+      f.rule = "precision_downgrade";
+      f.severity = "warn";
+      f.cheat = "T12";
+      f.file = s_.file;
+      f.line = py_line + s_.line_offset;
+      f.code = line_of(solution_, py_line);
+      f.message = fmt::format("compiles with {}: approximate math (fast exp/div/sqrt, flushed denormals)", flag);
+      if (reported_.insert({"precision_flag", f.line}).second) out_.push_back(std::move(f));
+    }
+  }
+}
+
+}  // namespace kbv::cpprules
+
+namespace kbv {
 
 void cpp_rules(const RecoveredSources& sources, std::string_view solution, const std::string& precision,
                std::vector<Finding>& out) {
-  CppAnalysis(sources, solution, precision, out).run();
+  cpprules::CppAnalysis(sources, solution, precision, out).run();
 }
 
 }  // namespace kbv

@@ -37,7 +37,7 @@ int enter_user_namespace(const Plan& plan) {
 }
 
 // PID, network, IPC and mount namespaces at once. The PID namespace holds only the children made
-// after this call: the spawner forks once more (util/subprocess.cc). The network namespace has a
+// after this call: the spawner forks once more (util/spawn.cc). The network namespace has a
 // loopback that stays down: no route anywhere, not even to the host's own ports.
 int enter_namespace(Layer layer) {
   int flag = layer == kPidNs ? CLONE_NEWPID : layer == kNetNs ? CLONE_NEWNET : layer == kIpcNs ? CLONE_NEWIPC

@@ -1,7 +1,7 @@
 // The sandbox of the processes that run candidate code (DESIGN.md, "Sandbox"): one file per
 // mechanism (namespaces.cc, mounts in namespaces.cc, landlock.cc, seccomp.cc, limits.cc), a plan
 // made in the supervisor before fork (plan.cc), applied by the spawner between fork and exec with
-// async-signal-safe calls only (util/subprocess.cc), and checked from outside once the child runs
+// async-signal-safe calls only (util/spawn.cc), and checked from outside once the child runs
 // (policy.cc). Nothing here runs Python.
 #pragma once
 #include <sys/types.h>

@@ -1,31 +1,21 @@
+// The runtime audit's calls (worker/audit.h). Its CPU sampler: worker/cpu_sampler.cc; the threads
+// it watches: worker/thread_watch.cc.
 #include "worker/audit.h"
 
-#include <dirent.h>
-#include <elf.h>
-#include <link.h>
-#include <signal.h>
-#include <sys/time.h>
-#include <time.h>
-#include <ucontext.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <map>
+#include <functional>
 #include <set>
-#include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "check/runtime_audit.h"
+#include "worker/cpu_sampler.h"
 #include "worker/own_calls.h"
 #include "worker/python.h"
+#include "worker/thread_watch.h"
 #include "worker/timing.h"
 
 #include <c10/util/Flags.h>
@@ -37,339 +27,10 @@ namespace py = pybind11;
 using nlohmann::json;
 
 namespace kbv {
+
+using namespace audit;
+
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Own code: shared objects loaded from the candidate's extension folder. Read when this module
-// is loaded, before any candidate code runs (which could change os.environ).
-std::string canonical_or_empty(const char* p) {
-  if (!p || !*p) return "";
-  char* r = realpath(p, nullptr);
-  if (!r) return p;
-  std::string s(r);
-  std::free(r);
-  return s;
-}
-const std::string g_own_dir = canonical_or_empty(std::getenv("TORCH_EXTENSIONS_DIR"));
-
-bool under_own_dir(const std::string& path) {
-  if (g_own_dir.empty() || path.empty()) return false;
-  std::string c = canonical_or_empty(path.c_str());
-  return c.size() > g_own_dir.size() && c.compare(0, g_own_dir.size(), g_own_dir) == 0 && c[g_own_dir.size()] == '/';
-}
-
-// ---------------------------------------------------------------------------------------------
-// SIGPROF sampler: ITIMER_PROF fires every kPeriodUs of the process's CPU time; the handler
-// stores the interrupted instruction address in a preallocated array (async-signal-safe: one
-// atomic add and one store). The handler stays installed once set (a SIGPROF still pending
-// after the timer stops must not meet the default action, which kills the process).
-constexpr long kPeriodUs = 1000;
-constexpr size_t kMaxSamples = 1 << 17;
-uintptr_t g_pcs[kMaxSamples];
-std::atomic<size_t> g_count{0};
-std::atomic<bool> g_active{false};
-
-#if defined(__x86_64__)
-#define KBV_SAMPLER 1
-uintptr_t pc_of(void* uc) { return static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]); }
-#elif defined(__aarch64__)
-#define KBV_SAMPLER 1
-uintptr_t pc_of(void* uc) { return static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.pc); }
-#else
-#define KBV_SAMPLER 0
-uintptr_t pc_of(void*) { return 0; }
-#endif
-
-void on_sigprof(int, siginfo_t*, void* uc) {
-  if (!g_active.load(std::memory_order_relaxed)) return;
-  size_t i = g_count.fetch_add(1, std::memory_order_relaxed);
-  if (i < kMaxSamples) g_pcs[i] = pc_of(uc);
-}
-
-bool install_handler(std::string& error) {
-  static bool installed = false;
-  if (installed) return true;
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_sigprof;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGPROF, &sa, nullptr) != 0) {
-    error = fmt::format("sigaction(SIGPROF): {}", std::strerror(errno));
-    return false;
-  }
-  installed = true;
-  return true;
-}
-
-// The timer runs for the whole audited phase (re-arming it per call would restart its countdown
-// and a call shorter than the period would never be sampled); samples count only while `g_active`.
-void arm_timer(bool on) {
-  itimerval t{};
-  if (on) {
-    t.it_interval.tv_usec = kPeriodUs;
-    t.it_value.tv_usec = kPeriodUs;
-  }
-  setitimer(ITIMER_PROF, &t, nullptr);
-}
-
-// What is wrong with the sampler now ("" when intact): its timer disarmed or re-timed, its
-// handler replaced, SIGPROF blocked on this thread (T23: code under audit that blinds it). Put
-// back as it was, so the next call is sampled again.
-std::string sampler_disturbance() {
-  std::string what;
-  itimerval t{};
-  getitimer(ITIMER_PROF, &t);
-  if (t.it_interval.tv_sec != 0 || t.it_interval.tv_usec != kPeriodUs)
-    what = fmt::format("ITIMER_PROF re-armed with an interval of {} us", t.it_interval.tv_sec * 1000000L + t.it_interval.tv_usec);
-  struct sigaction cur;
-  std::memset(&cur, 0, sizeof cur);
-  sigaction(SIGPROF, nullptr, &cur);
-  if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigprof) {
-    if (what.empty()) what = "the SIGPROF handler was replaced";
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_sigprof;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGPROF, &sa, nullptr);
-  }
-  sigset_t mask;
-  sigemptyset(&mask);
-  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
-  if (sigismember(&mask, SIGPROF)) {
-    if (what.empty()) what = "SIGPROF was blocked";
-    sigset_t prof;
-    sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
-    pthread_sigmask(SIG_UNBLOCK, &prof, nullptr);
-  }
-  if (!what.empty()) {
-    itimerval on{};
-    on.it_interval.tv_usec = kPeriodUs;
-    on.it_value.tv_usec = kPeriodUs;
-    setitimer(ITIMER_PROF, &on, nullptr);
-  }
-  return what;
-}
-
-double process_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Address -> (object, symbol). Objects from dl_iterate_phdr (PT_LOAD ranges); symbols of own
-// objects from their ELF .symtab (or .dynsym), read from the file once.
-struct Symbol {
-  uintptr_t start, end;
-  std::string name;
-};
-struct Object {
-  std::string path;
-  uintptr_t base = 0;
-  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
-  bool own = false;
-};
-
-std::map<std::string, std::vector<Symbol>>& symbol_cache() {
-  static std::map<std::string, std::vector<Symbol>> cache;
-  return cache;
-}
-
-const std::vector<Symbol>& symbols_of(const std::string& path) {
-  auto& cache = symbol_cache();
-  auto it = cache.find(path);
-  if (it != cache.end()) return it->second;
-  std::vector<Symbol>& out = cache[path];
-  std::ifstream f(path, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (data.size() < sizeof(Elf64_Ehdr)) return out;
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, data.data(), sizeof eh);
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return out;
-  if (eh.e_shoff == 0 || eh.e_shoff + static_cast<uint64_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > data.size())
-    return out;
-  std::vector<Elf64_Shdr> sh(eh.e_shnum);
-  std::memcpy(sh.data(), data.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
-  auto read_table = [&](uint32_t type) {
-    for (const auto& s : sh) {
-      if (s.sh_type != type || s.sh_link >= sh.size()) continue;
-      const Elf64_Shdr& strtab = sh[s.sh_link];
-      if (s.sh_offset + s.sh_size > data.size() || strtab.sh_offset + strtab.sh_size > data.size()) continue;
-      size_t n = s.sh_size / sizeof(Elf64_Sym);
-      for (size_t i = 0; i < n; ++i) {
-        Elf64_Sym sym;
-        std::memcpy(&sym, data.data() + s.sh_offset + i * sizeof(Elf64_Sym), sizeof sym);
-        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 || sym.st_name >= strtab.sh_size) continue;
-        const char* name = data.data() + strtab.sh_offset + sym.st_name;
-        size_t len = strnlen(name, strtab.sh_size - sym.st_name);
-        out.push_back({sym.st_value, sym.st_value + std::max<uint64_t>(sym.st_size, 1), std::string(name, len)});
-      }
-    }
-  };
-  read_table(SHT_SYMTAB);
-  if (out.empty()) read_table(SHT_DYNSYM);
-  std::sort(out.begin(), out.end(), [](const Symbol& a, const Symbol& b) { return a.start < b.start; });
-  return out;
-}
-
-int collect_object(dl_phdr_info* info, size_t, void* data) {
-  auto* objects = static_cast<std::vector<Object>*>(data);
-  Object o;
-  o.path = info->dlpi_name ? info->dlpi_name : "";
-  o.base = info->dlpi_addr;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const auto& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-    o.ranges.push_back({start, start + ph.p_memsz});
-  }
-  objects->push_back(std::move(o));
-  return 0;
-}
-
-std::vector<Object> loaded_objects() {
-  std::vector<Object> objects;
-  dl_iterate_phdr(collect_object, &objects);
-  static std::map<std::string, bool> own_cache;
-  for (auto& o : objects) {
-    if (o.path.empty()) o.path = "(main program)";
-    auto it = own_cache.find(o.path);
-    o.own = it != own_cache.end() ? it->second : (own_cache[o.path] = under_own_dir(o.path));
-  }
-  return objects;
-}
-
-// Samples [from, to) grouped by object and (own objects) symbol:
-// [{"object", "own_object", "symbol", "count"}].
-json resolve(size_t from, size_t to) {
-  std::vector<Object> objects = loaded_objects();
-  std::map<std::tuple<std::string, bool, std::string>, int64_t> groups;
-  for (size_t i = from; i < to && i < kMaxSamples; ++i) {
-    uintptr_t pc = g_pcs[i];
-    const Object* hit = nullptr;
-    for (const auto& o : objects) {
-      for (const auto& [a, b] : o.ranges)
-        if (pc >= a && pc < b) {
-          hit = &o;
-          break;
-        }
-      if (hit) break;
-    }
-    if (!hit) {
-      ++groups[{"(anonymous mapping: JIT or unmapped code)", false, ""}];
-      continue;
-    }
-    std::string symbol;
-    if (hit->own) {
-      const auto& syms = symbols_of(hit->path);
-      uintptr_t off = pc - hit->base;
-      auto it = std::upper_bound(syms.begin(), syms.end(), off,
-                                 [](uintptr_t v, const Symbol& s) { return v < s.start; });
-      if (it != syms.begin()) {
-        --it;
-        if (off < it->end) symbol = it->name;
-      }
-      // Outside every function of an object that has a symbol table: PLT stubs and padding.
-      if (symbol.empty() && !syms.empty()) symbol = "(PLT or padding)";
-    }
-    ++groups[{hit->path, hit->own, symbol}];
-  }
-  json out = json::array();
-  for (const auto& [key, n] : groups)
-    out.push_back({{"object", std::get<0>(key)}, {"own_object", std::get<1>(key)}, {"symbol", std::get<2>(key)},
-                   {"count", n}});
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Threads of this process.
-std::set<int> thread_ids() {
-  std::set<int> ids;
-  DIR* d = opendir("/proc/self/task");
-  if (!d) return ids;
-  while (dirent* e = readdir(d)) {
-    int id = std::atoi(e->d_name);
-    if (id > 0) ids.insert(id);
-  }
-  closedir(d);
-  return ids;
-}
-
-std::string read_small(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// State letter (R, S, D, ...) of a thread, "" when it is gone.
-std::string thread_state(int tid) {
-  std::string stat = read_small(fmt::format("/proc/self/task/{}/stat", tid));
-  size_t p = stat.rfind(')');
-  if (p == std::string::npos || p + 2 >= stat.size()) return "";
-  return std::string(1, stat[p + 2]);
-}
-
-// CPU time of a thread of this process (its per-thread CPU clock); negative when it is gone.
-double thread_cpu_ms(int tid) {
-  clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6u);  // CPUCLOCK_SCHED | PERTHREAD
-  timespec ts{};
-  if (clock_gettime(clock, &ts) != 0) return -1;
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
-
-// Threads in `after` and not in `before`, watched for `window_ms`: state right away, CPU time used
-// during the window, whether they exited.
-json watch_new_threads(const std::set<int>& before, double window_ms) {
-  json out = json::array();
-  std::vector<int> fresh;
-  for (int tid : thread_ids())
-    if (!before.count(tid)) fresh.push_back(tid);
-  if (fresh.empty()) return out;
-  struct Seen {
-    int tid;
-    std::string name, state;
-    double cpu0, cpu_last;
-    bool exited = false;
-    bool ran = false;
-  };
-  std::vector<Seen> seen;
-  for (int tid : fresh) {
-    Seen s{tid, read_small(fmt::format("/proc/self/task/{}/comm", tid)), thread_state(tid), thread_cpu_ms(tid), 0};
-    while (!s.name.empty() && s.name.back() == '\n') s.name.pop_back();
-    s.cpu_last = s.cpu0;
-    if (s.state.empty() || s.cpu0 < 0) s.exited = true;
-    if (s.state == "R") s.ran = true;
-    seen.push_back(s);
-  }
-  auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < window_ms) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    bool any = false;
-    for (auto& s : seen) {
-      if (s.exited) continue;
-      double c = thread_cpu_ms(s.tid);
-      if (c < 0) {
-        s.exited = true;
-        continue;
-      }
-      s.cpu_last = c;
-      any = true;
-    }
-    if (!any) break;
-  }
-  for (const auto& s : seen)
-    out.push_back({{"tid", s.tid},
-                   {"name", s.name},
-                   {"state", s.state.empty() ? "gone" : s.state},
-                   {"cpu_ms_after", s.cpu0 < 0 ? 0.0 : s.cpu_last - s.cpu0},
-                   {"exited", s.exited},
-                   {"window_ms", window_ms}});
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 py::object wrap(const at::Tensor& t) { return py::reinterpret_steal<py::object>(THPVariable_Wrap(t)); }
@@ -412,6 +73,41 @@ at::Tensor poison_free_memory(const std::vector<at::Tensor>& like) {
   return fence;
 }
 
+// Why the CPU sampler does not watch this device's calls; "" when it does.
+std::string why_not_sampled(const std::string& device) {
+  if (device != "cpu") return "CPU sampling audits CPU runs; on the GPU the kernels are audited by CUPTI";
+  if (!KBV_SAMPLER) return "no CPU sampler for this architecture";
+  if (g_own_dir.empty()) return "TORCH_EXTENSIONS_DIR is not set: the candidate's own objects are unknown";
+  return "";
+}
+
+// More calls on the same buffers until the share is measured: from kMinSamples samples on,
+// every 20, stop once the own share is clearly above or below kMinOwnShare
+// (call_own_share, src/check/runtime_audit.h), else go on to 2 s of CPU time (a custom part
+// near the line, or none), at most 5 s of wall time, and leave the decision to the point
+// estimate. The kernel's tick (often 250 Hz) bounds the sampling rate, whatever the 1 ms
+// period asks. A call that spends most of its wall time off the CPU (sleeping, waiting) gives
+// few samples per second: short of the kMinComputeSamples that decide, calls go on up to 30 s
+// of wall time (20 ms of sleep around 0.4 ms of work took 23 samples in 5 s at 250 Hz, and
+// was undecided on a CI machine whose tick was 4 ms).
+void sample_until_measured(const std::function<void()>& sampled_call, const int& calls, const double& cpu_ms) {
+  constexpr size_t kMinSamples = 100;
+  auto w0 = std::chrono::steady_clock::now();
+  size_t checked = 0;
+  for (;;) {
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    const bool short_of_samples = g_count.load() < static_cast<size_t>(kMinComputeSamples);
+    if ((wall > 5.0 && !short_of_samples) || wall > 30.0 || calls >= 1000000 || cpu_ms >= 2000.0) break;
+    size_t now = g_count.load();
+    if (now >= kMinSamples && now >= checked + 20) {
+      checked = now;
+      OwnSamples seen = own_samples(resolve(0, std::min<size_t>(now, kMaxSamples)));
+      if (call_own_share(seen.own, seen.counted) != ShareCall::undecided) break;
+    }
+    sampled_call();
+  }
+}
+
 }  // namespace
 
 json storage_overlaps(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
@@ -440,12 +136,8 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
   first_outputs_.clear();
   json reply = {{"ok", true}};
 
-  bool sample = device == "cpu" && KBV_SAMPLER;
-  std::string why_not;
-  if (device != "cpu") why_not = "CPU sampling audits CPU runs; on the GPU the kernels are audited by CUPTI";
-  else if (!KBV_SAMPLER) why_not = "no CPU sampler for this architecture";
-  else if (g_own_dir.empty()) why_not = "TORCH_EXTENSIONS_DIR is not set: the candidate's own objects are unknown";
-  if (!why_not.empty()) sample = false;
+  std::string why_not = why_not_sampled(device);
+  bool sample = why_not.empty();
   if (sample && !install_handler(why_not)) sample = false;
 
   // The candidate's own extension functions (worker/own_calls.h): the first call records their
@@ -550,30 +242,7 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
   };
 
   if (sample) {
-    // More calls on the same buffers until the share is measured: from kMinSamples samples on,
-    // every 20, stop once the own share is clearly above or below kMinOwnShare
-    // (call_own_share, src/check/runtime_audit.h), else go on to 2 s of CPU time (a custom part
-    // near the line, or none), at most 5 s of wall time, and leave the decision to the point
-    // estimate. The kernel's tick (often 250 Hz) bounds the sampling rate, whatever the 1 ms
-    // period asks. A call that spends most of its wall time off the CPU (sleeping, waiting) gives
-    // few samples per second: short of the kMinComputeSamples that decide, calls go on up to 30 s
-    // of wall time (20 ms of sleep around 0.4 ms of work took 23 samples in 5 s at 250 Hz, and
-    // was undecided on a CI machine whose tick was 4 ms).
-    constexpr size_t kMinSamples = 100;
-    auto w0 = std::chrono::steady_clock::now();
-    size_t checked = 0;
-    for (;;) {
-      double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-      const bool short_of_samples = g_count.load() < static_cast<size_t>(kMinComputeSamples);
-      if ((wall > 5.0 && !short_of_samples) || wall > 30.0 || calls >= 1000000 || cpu_ms >= 2000.0) break;
-      size_t now = g_count.load();
-      if (now >= kMinSamples && now >= checked + 20) {
-        checked = now;
-        OwnSamples seen = own_samples(resolve(0, std::min<size_t>(now, kMaxSamples)));
-        if (call_own_share(seen.own, seen.counted) != ShareCall::undecided) break;
-      }
-      sampled_call();
-    }
+    sample_until_measured(sampled_call, calls, cpu_ms);
     arm_timer(false);
     size_t n = std::min<size_t>(g_count.load(), kMaxSamples);
     reply["compute"] = {{"method", "cpu-sampling"},

@@ -1,0 +1,446 @@
+// Child processes. Notes for callers:
+// - SIGPIPE: writing to a child that has gone away raises SIGPIPE in the writer. The caller (the
+//   supervisor) ignores SIGPIPE process-wide and handles EPIPE; this file changes no signal
+//   disposition of the calling process. In the child, SIGPIPE is reset to its default and the
+//   signal mask is cleared before exec, so children start as if from a shell.
+// - SIGCHLD must not be ignored (SIG_IGN) by the caller, or waitpid cannot report exit statuses.
+// - spawn() is safe to call from several threads: every fd it creates is O_CLOEXEC in the parent,
+//   and the child closes everything except 0-4 before exec.
+// This file: starting a child (fork, descriptors, the sandbox layers, exec) and reading what its
+// set-up reported. Waiting, reaping and process groups: process_groups.cc; run to completion:
+// run_command.cc.
+#include "util/subprocess.h"
+
+#include "util/log_pump.h"
+#include "util/subprocess_internal.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+extern char** environ;
+
+namespace kbv {
+namespace subprocess_internal {
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+}  // namespace subprocess_internal
+
+namespace {
+
+using namespace subprocess_internal;
+
+// An orphaned descendant comes to the nearest subreaper among its ancestors rather than to init,
+// so what a worker's processes leave behind stays findable (kill_strays).
+void become_subreaper() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::prctl(PR_SET_CHILD_SUBREAPER, 1); });
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// The environment the child gets: inherited, minus env_unset, plus env_set.
+std::vector<std::string> child_environment(const SpawnOptions& options) {
+  std::vector<std::string> env;
+  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry = *e;
+    std::string name = name_of(entry);
+    if (options.env_set.count(name)) continue;
+    if (std::find(options.env_unset.begin(), options.env_unset.end(), name) !=
+        options.env_unset.end())
+      continue;
+    env.push_back(std::move(entry));
+  }
+  for (const auto& [name, value] : options.env_set) env.push_back(name + "=" + value);
+  return env;
+}
+
+// argv[0] resolved the way execvp would, but with the child's PATH and before fork (no
+// allocation in the child). A name with a '/' is made absolute against the parent's folder,
+// so a child `cwd` does not change which program runs. Unresolvable names are returned as
+// they are: exec then fails with ENOENT and the error is reported.
+std::string resolve_program(const std::string& name, const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) {
+    std::error_code ec;
+    auto abs = std::filesystem::absolute(name, ec);
+    return ec ? name : abs.string();
+  }
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& entry : env) {
+    if (entry.rfind("PATH=", 0) == 0) path = entry.substr(5);
+  }
+  size_t start = 0;
+  for (;;) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return name;
+}
+
+// What the child reports through the exec-error pipe: a set-up failure, or (kLayers, not a
+// failure) which sandbox layers it applied, just before exec.
+enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3, kSandbox = 4, kLayers = 5 };
+struct ChildReport {
+  int stage;
+  int err;
+  int layer;
+  int layers[sandbox::kLayerCount];
+};
+
+[[noreturn]] void child_fail(int report_fd, ChildStage stage, int err = -1, int layer = -1) {
+  ChildReport report{static_cast<int>(stage), err < 0 ? errno : err, layer, {}};
+  ssize_t ignored = ::write(report_fd, &report, sizeof report);
+  (void)ignored;
+  ::_exit(127);
+}
+
+// The relay (kbv's side of a PID namespace): ends as the program ended, with its status, which the
+// namespace's init passes on through `status_fd`.
+[[noreturn]] void relay(pid_t init, int status_fd) {
+  ::close_range(0, static_cast<unsigned>(status_fd) - 1, 0);
+  int raw = 0;
+  while (::waitpid(init, &raw, 0) < 0 && errno == EINTR) {
+  }
+  int program = 0;
+  if (::read(status_fd, &program, sizeof program) == static_cast<ssize_t>(sizeof program)) raw = program;
+  if (WIFSIGNALED(raw)) {
+    const int sig = WTERMSIG(raw);
+    struct rlimit none {0, 0};
+    ::setrlimit(RLIMIT_CORE, &none);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(sig, &dfl, nullptr);
+    ::kill(::getpid(), sig);
+    ::_exit(128 + sig);
+  }
+  ::_exit(WIFEXITED(raw) ? WEXITSTATUS(raw) : 127);
+}
+
+// The namespace's init: reaps everything orphaned in it; when the program ends, passes its status
+// on and ends, and the kernel kills whatever is left in the namespace.
+[[noreturn]] void init_loop(pid_t program, int status_fd) {
+  ::close_range(0, static_cast<unsigned>(status_fd) - 1, 0);
+  ::close_range(static_cast<unsigned>(status_fd) + 1, ~0U, 0);
+  for (;;) {
+    int raw = 0;
+    pid_t p = ::wait(&raw);
+    if (p == program) {
+      ssize_t ignored = ::write(status_fd, &raw, sizeof raw);
+      (void)ignored;
+      ::_exit(0);
+    }
+    if (p < 0 && errno == ECHILD) ::_exit(0);
+  }
+}
+
+// The sandbox, between fork and exec; returns in the process that is to exec. `report` is fd 5.
+void sandboxed_child(const sandbox::Plan& plan, int report) {
+  using namespace sandbox;
+  ChildReport layers{static_cast<int>(ChildStage::kLayers), 0, -1, {}};
+  for (int& e : layers.layers) e = -1;
+  auto done = [&](Layer l, int err) {
+    layers.layers[l] = err;
+    if (err != 0 && plan.mode == Mode::strict) child_fail(report, ChildStage::kSandbox, err, l);
+    return err == 0;
+  };
+  if (plan.want[kUserNs]) done(kUserNs, enter_user_namespace(plan));
+  for (Layer l : {kMountNs, kNetNs, kIpcNs, kPidNs})
+    if (plan.want[l]) done(l, enter_namespace(l));
+  const bool pid_ns = plan.want[kPidNs] && layers.layers[kPidNs] == 0;
+  int status_pipe[2] = {-1, -1};
+  if (pid_ns) {
+    if (::pipe2(status_pipe, O_CLOEXEC) != 0) child_fail(report, ChildStage::kSandbox, errno, kPidNs);
+    pid_t init = ::fork();
+    if (init < 0) child_fail(report, ChildStage::kSandbox, errno, kPidNs);
+    if (init > 0) {
+      ::close(status_pipe[1]);
+      relay(init, status_pipe[0]);
+    }
+    ::close(status_pipe[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the relay gone: the namespace goes
+  }
+  if (plan.want[kMountNs] && layers.layers[kMountNs] == 0) done(kMountNs, setup_mounts(plan, pid_ns));
+  if (pid_ns) {
+    pid_t program = ::fork();
+    if (program < 0) child_fail(report, ChildStage::kSandbox, errno, kPidNs);
+    if (program > 0) init_loop(program, status_pipe[1]);
+    ::close(status_pipe[1]);
+  }
+  if (plan.want[kLimits]) done(kLimits, apply_limits(plan));
+  if (plan.want[kNoNewPrivs]) done(kNoNewPrivs, apply_no_new_privs());
+  if (plan.want[kLandlock]) done(kLandlock, apply_landlock(plan));
+  if (plan.want[kCaps] || plan.want[kUid]) {
+    int err = drop_identity(plan);
+    if (plan.want[kCaps]) done(kCaps, err);
+    if (plan.want[kUid]) done(kUid, err);
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a change of uid cleared it
+  if (plan.want[kSeccomp]) done(kSeccomp, apply_seccomp(plan));
+  ssize_t ignored = ::write(report, &layers, sizeof layers);
+  (void)ignored;
+}
+
+// What the child runs, built before fork: after fork only async-signal-safe calls.
+struct ExecPlan {
+  std::vector<std::string> env;
+  std::string program;
+  std::vector<char*> argv_ptrs, env_ptrs;
+  std::string cwd;
+  int max_fd = 65536;
+};
+void plan_exec(const SpawnOptions& options, ExecPlan& plan) {
+  plan.env = child_environment(options);
+  plan.program = resolve_program(options.argv[0], plan.env);
+  for (const auto& a : options.argv) plan.argv_ptrs.push_back(const_cast<char*>(a.c_str()));
+  plan.argv_ptrs.push_back(nullptr);
+  for (const auto& e : plan.env) plan.env_ptrs.push_back(const_cast<char*>(e.c_str()));
+  plan.env_ptrs.push_back(nullptr);
+  plan.cwd = options.cwd.string();
+  struct rlimit nofile {};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+    plan.max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
+}
+
+// The descriptors spawn opens (all close-on-exec in the parent).
+struct SpawnFds {
+  int null_fd = -1, log_fd = -1, log_read = -1, log_file = -1;
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, report_pipe[2] = {-1, -1};
+  void close_all() {
+    close_fd(null_fd);
+    close_fd(log_fd);
+    close_fd(log_read);
+    close_fd(log_file);
+    for (int* p : {in_pipe, out_pipe, report_pipe}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+  }
+};
+
+// Opens /dev/null, the log (when out_fd < 0; out_fd becomes its fd) and the pipes. Returns what
+// failed, "" when all opened.
+std::string open_fds(const SpawnOptions& options, SpawnFds& fds, int& out_fd) {
+  fds.null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (fds.null_fd < 0) return "cannot open /dev/null: " + errno_text(errno);
+  if (out_fd < 0) {
+    if (options.log_path.empty()) {
+      fds.log_fd = ::fcntl(fds.null_fd, F_DUPFD_CLOEXEC, 0);
+    } else if (options.log_cap) {
+      // Through a pipe that the log pump bounds (util/log_pump.h); the file is opened here, so a
+      // log that cannot be written is said before anything starts.
+      fds.log_file = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      int log_pipe[2] = {-1, -1};
+      if (fds.log_file >= 0 && ::pipe2(log_pipe, O_CLOEXEC) == 0) {
+        fds.log_read = log_pipe[0];
+        fds.log_fd = log_pipe[1];
+      }
+    } else {
+      fds.log_fd = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
+    if (fds.log_fd < 0) return "cannot open log " + options.log_path.string() + ": " + errno_text(errno);
+    out_fd = fds.log_fd;
+  }
+  if ((options.protocol_pipes &&
+       (::pipe2(fds.in_pipe, O_CLOEXEC) != 0 || ::pipe2(fds.out_pipe, O_CLOEXEC) != 0)) ||
+      ::pipe2(fds.report_pipe, O_CLOEXEC) != 0)
+    return "cannot create pipes for " + options.argv[0] + ": " + errno_text(errno);
+  return "";
+}
+
+// The child, after fork: own process group, descriptors 0-5 in place, the sandbox, exec.
+[[noreturn]] void exec_child(const SpawnOptions& options, const SpawnFds& fds, int out_fd, ExecPlan& plan,
+                             pid_t parent_pid) {
+  // Own process group, default SIGPIPE, empty signal mask; killed if the supervisor
+  // dies (SIGKILL included), so no worker outlives it as an orphan. The death signal follows
+  // the forking thread, and kbv forks only from threads that outlive their workers.
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent_pid) ::_exit(127);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &dfl, nullptr);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  // Lift every source fd above the targets first so that no dup2 clobbers another source.
+  const int kHigh = 10;
+  int report = ::fcntl(fds.report_pipe[1], F_DUPFD_CLOEXEC, kHigh);
+  if (report < 0) child_fail(fds.report_pipe[1], ChildStage::kSetup);
+  int hi_null = ::fcntl(fds.null_fd, F_DUPFD_CLOEXEC, kHigh);
+  int hi_out = ::fcntl(out_fd, F_DUPFD_CLOEXEC, kHigh);
+  if (hi_null < 0 || hi_out < 0) child_fail(report, ChildStage::kSetup);
+  int hi_p_in = -1, hi_p_out = -1;
+  if (options.protocol_pipes) {
+    hi_p_in = ::fcntl(fds.in_pipe[0], F_DUPFD_CLOEXEC, kHigh);
+    hi_p_out = ::fcntl(fds.out_pipe[1], F_DUPFD_CLOEXEC, kHigh);
+    if (hi_p_in < 0 || hi_p_out < 0) child_fail(report, ChildStage::kSetup);
+  }
+  // The report pipe lives at fd 5 (close-on-exec), everything above it is closed.
+  if (::dup3(report, 5, O_CLOEXEC) < 0) child_fail(report, ChildStage::kSetup);
+  report = 5;
+  if (::dup2(hi_null, 0) < 0 || ::dup2(hi_out, 1) < 0 || ::dup2(hi_out, 2) < 0)
+    child_fail(report, ChildStage::kSetup);
+  if (options.protocol_pipes) {
+    if (::dup2(hi_p_in, 3) < 0 || ::dup2(hi_p_out, 4) < 0) child_fail(report, ChildStage::kSetup);
+  } else {
+    ::close(3);
+    ::close(4);
+  }
+  if (::close_range(6, ~0U, 0) != 0) {
+    for (int fd = 6; fd < plan.max_fd; ++fd) ::close(fd);
+  }
+  if (options.sandbox) sandboxed_child(*options.sandbox, report);
+  if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) child_fail(report, ChildStage::kChdir);
+  ::execve(plan.program.c_str(), plan.argv_ptrs.data(), plan.env_ptrs.data());
+  child_fail(report, ChildStage::kExec);
+}
+
+// Reports until end of file (the exec closed the last copy of the pipe): the sandbox's layers,
+// then nothing, or a failure. Returns the bytes of a failure report read (0: none).
+ssize_t read_reports(int fd, ChildReport& report, sandbox::ChildLayers& layers) {
+  ssize_t got = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, reinterpret_cast<char*>(&report) + got, sizeof report - static_cast<size_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += n;
+    if (got < static_cast<ssize_t>(sizeof report)) continue;
+    if (report.stage != static_cast<int>(ChildStage::kLayers)) break;
+    for (int i = 0; i < sandbox::kLayerCount; ++i) layers.err[static_cast<size_t>(i)] = report.layers[i];
+    got = 0;
+  }
+  return got;
+}
+
+// A failure the child reported (`got` bytes of `report`), in words a user can act on.
+std::string setup_failure(const std::string& argv0, const std::string& cwd, const ChildReport& report,
+                          ssize_t got) {
+  if (got != static_cast<ssize_t>(sizeof report)) return "cannot run " + argv0 + ": child set-up failed";
+  if (report.stage == static_cast<int>(ChildStage::kExec))
+    return "cannot run " + argv0 + ": " + errno_text(report.err);
+  if (report.stage == static_cast<int>(ChildStage::kSandbox))
+    return "cannot run " + argv0 + " in the sandbox (--sandbox strict): the " +
+           sandbox::layer_name(static_cast<sandbox::Layer>(report.layer)) + " layer failed: " +
+           errno_text(report.err) + "; to enable it: " +
+           sandbox::layer_remedy(static_cast<sandbox::Layer>(report.layer));
+  if (report.stage == static_cast<int>(ChildStage::kChdir))
+    return "cannot run " + argv0 + ": cannot change to folder " + cwd + ": " + errno_text(report.err);
+  return "cannot run " + argv0 + ": child set-up failed: " + errno_text(report.err);
+}
+
+// In a PID namespace the program is the grandchild of `pid`: relay -> init -> program.
+int program_in_namespace(int pid) {
+  int parent = pid;
+  for (int depth = 0; depth < 2 && parent > 0; ++depth) {
+    int found = -1;
+    for (const ProcEntry& p : proc_table())
+      if (p.ppid == parent) found = p.pid;
+    parent = found;
+  }
+  return parent;
+}
+
+}  // namespace
+
+namespace subprocess_internal {
+
+std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd, std::string& error) {
+  error.clear();
+  if (options.argv.empty() || options.argv[0].empty()) {
+    error = "cannot run an empty command";
+    return std::nullopt;
+  }
+  const std::string& argv0 = options.argv[0];
+  ExecPlan plan;
+  plan_exec(options, plan);
+  SpawnFds fds;
+  error = open_fds(options, fds, out_fd);
+  if (!error.empty()) {
+    fds.close_all();
+    return std::nullopt;
+  }
+
+  become_subreaper();
+  const pid_t parent_pid = ::getpid();
+  // Registered under the lock that kill_strays reads the registry under: a child between fork
+  // and registration is never taken for a stray.
+  std::unique_lock<std::mutex> registering(g_children_mutex);
+  pid_t pid = ::fork();
+  if (pid > 0) g_children.insert(pid);
+  registering.unlock();
+  if (pid < 0) {
+    error = "cannot start " + argv0 + ": fork: " + errno_text(errno);
+    fds.close_all();
+    return std::nullopt;
+  }
+  if (pid == 0) exec_child(options, fds, out_fd, plan, parent_pid);
+
+  // Parent. Also set the group here: whichever of parent and child runs first, the group
+  // exists before anyone signals it.
+  ::setpgid(pid, pid);
+  close_fd(fds.report_pipe[1]);
+  close_fd(fds.in_pipe[0]);
+  close_fd(fds.out_pipe[1]);
+  close_fd(fds.null_fd);
+  close_fd(fds.log_fd);
+  if (fds.log_read >= 0) {  // the pump owns both ends from here
+    pump_log(fds.log_read, fds.log_file, options.log_path, *options.log_cap);
+    fds.log_read = fds.log_file = -1;
+  }
+
+  ChildReport report{};
+  sandbox::ChildLayers layers;
+  const ssize_t got = read_reports(fds.report_pipe[0], report, layers);
+  close_fd(fds.report_pipe[0]);
+  if (got > 0) {
+    int raw = 0;
+    while (::waitpid(pid, &raw, 0) < 0 && errno == EINTR) {
+    }
+    forget_child(pid);
+    error = setup_failure(argv0, plan.cwd, report, got);
+    close_fd(fds.in_pipe[1]);
+    close_fd(fds.out_pipe[0]);
+    return std::nullopt;
+  }
+
+  Child child;
+  child.pid = pid;
+  child.to_child = fds.in_pipe[1];
+  child.from_child = fds.out_pipe[0];
+  child.layers = layers;
+  child.program_pid = pid;
+  if (options.sandbox && layers.err[sandbox::kPidNs] == 0) child.program_pid = program_in_namespace(pid);
+  return child;
+}
+
+}  // namespace subprocess_internal
+
+std::optional<Child> spawn(const SpawnOptions& options, std::string& error) {
+  return spawn_with_output(options, -1, error);
+}
+
+}  // namespace kbv
