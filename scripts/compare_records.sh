@@ -6,6 +6,7 @@
 # Both use the worker module of KBV_WORKER_DIR (or their own build's). Exit 0: no difference.
 set -euo pipefail
 old=$1 new=$2 out=${3:-$(mktemp -d /tmp/kbv-compare.XXXXXX)}
+mkdir -p "$out"  # a given OUT_DIR may not exist yet: the logs are redirected into it
 root=$(cd "$(dirname "$0")/.." && pwd)
 cases=(
   "problems/level1/19_ReLU.py examples/level1/19_ReLU/cpu_honest.py"
