@@ -58,6 +58,7 @@ TEST(Messages, OpNamesRoundTripAndAreDistinct) {
 TEST(Messages, RequestsCarryTheirOpAndRepliesOk) {
   EXPECT_EQ(to_json(HelloRequest{}), (json{{"op", "hello"}}));
   EXPECT_EQ(to_json(ExitRequest{}), (json{{"op", "exit"}}));
+  EXPECT_EQ(to_json(PingRequest{}), (json{{"op", "ping"}}));
   EXPECT_EQ(to_json(ReleaseRequest{}), (json{{"op", "release"}}));
   EXPECT_EQ(to_json(TimeReleaseRequest{}), (json{{"op", "time_release"}}));
   EXPECT_EQ(to_json(Done{}), (json{{"ok", true}}));
