@@ -42,7 +42,7 @@ std::optional<std::vector<std::string>> job_option_args(const nlohmann::json& op
       error = fmt::format("'{}' is not a flag name (give it without dashes)", key);
       return std::nullopt;
     }
-    if (flag == "python" || flag == "cache-dir" || flag == "sandbox") {
+    if (flag == "python" || flag == "cache-dir" || flag == "sandbox" || flag == "warm-workers") {
       error = fmt::format("'{}' is decided by the worker's host (kbv worker --{}), not by a job", key, flag);
       return std::nullopt;
     }
@@ -233,7 +233,7 @@ int eval_through_queue(const CLI::App& eval, const std::string& url, const std::
     if (opt->count() == 0 || opt->get_lnames().empty()) continue;
     const std::string name = opt->get_lnames().front();
     if (local.count(name)) continue;
-    if (name == "python" || name == "cache-dir" || name == "sandbox") {
+    if (name == "python" || name == "cache-dir" || name == "sandbox" || name == "warm-workers") {
       return finish(prefix, Outcome::fail(Status::input_error,
                                           fmt::format("--{} is decided by the kbv worker that evaluates a queued job "
                                                       "(kbv worker --{}), not by kbv eval --queue",
@@ -335,6 +335,10 @@ std::unique_ptr<WorkerCommand> add_worker_command(CLI::App& app, WorkerHooks hoo
   sub->add_option("--sandbox", flags->host.sandbox,
                   "confinement of the workers that run candidate code, for every job (as kbv eval --sandbox)")
       ->check(CLI::IsMember({"strict", "best-effort", "off"}))
+      ->capture_default_str();
+  sub->add_option("--warm-workers", flags->host.warm_workers,
+                  "pre-started candidate workers kept ready, for every job (as kbv eval --warm-workers)")
+      ->check(CLI::Range(0, 16))
       ->capture_default_str();
   command->app = sub;
   command->run = [flags, hooks = std::move(hooks)] { return run_worker(*flags, hooks); };

@@ -130,11 +130,13 @@ std::optional<Environment> probe_environment(const EvalOptions& options, std::st
 ReferenceHost::~ReferenceHost() { reset(); }
 
 void ReferenceHost::reset() {
+  warm_.clear();
   worker_.reset();
   problem_key_.clear();
 }
 
 void ReferenceHost::adopt(std::unique_ptr<WorkerProcess> idle) {
+  warm_.clear();
   worker_ = std::move(idle);
   problem_key_.clear();
 }
@@ -306,11 +308,14 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
     env_vars["OMP_NUM_THREADS"] = n;
     env_vars["MKL_NUM_THREADS"] = n;
   }
-  auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error, {pair.solution_path, ref, built.read});
+  bool warm = false;
+  auto cand = reference.warm().take(options.worker, env_vars, {pair.solution_path, ref, built.read},
+                                    ms(options.timeouts.load_s), warm, error);
   if (!cand) {
     set_verdict(record, Verdict::runtime_error, "cannot start the candidate worker: " + error);
     return record;
   }
+  record.warm_worker = warm;
   pin_to_budget(record, *cand, "candidate", options, env, lease ? &*lease : nullptr);
   record.sandbox = cand->sandbox_record();
   auto fail_from = [&](const Reply& r, const std::string& context) {
@@ -531,6 +536,7 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   record.distributions = std::move(dists);
   if (!reference_error.is_null()) record.reference_error = reference_error;
   record.metadata.correctness_trials = fmt::format("({} / {})", passed, total);
+  if (!stopped) reference.warm().settle(ms(options.timeouts.load_s));  // none starting while it is measured
   record.seconds = since(t0);
   phase_done("checks");
   if (stopped) return record;
@@ -735,6 +741,7 @@ Outcome evaluate_run(const RunOptions& opt, const Notify& notify) {
         item_started(notify, i, fmt::format("level {} problem {} sample {}", job.pair.level, job.pair.problem_id,
                                         job.pair.sample_id));
         BuildResult br = builds->get(i);
+        reference.warm().expect_next(i + 1 < jobs.size() && jobs[i + 1]->pair.problem_path == job.pair.problem_path);
         Record record = evaluate_pair(job.pair, mine, *env, reference, &br, &job.candidate);
         if (record.verdict == Verdict::interrupted || interrupted()) return;
         std::lock_guard<std::mutex> lock(mu);
