@@ -76,8 +76,10 @@ std::unique_ptr<WorkerProcess> WarmPool::take(const WorkerConfig& config, const 
 }
 
 void WarmPool::settle(std::chrono::milliseconds ready) {
+  // Any answer means it serves requests (a worker of before the ping op answers it as unknown).
   std::erase_if(slots_, [&](Slot& s) {
-    return s.worker->call(msg::to_json(msg::PingRequest{}), ready).status != Reply::Status::ok;
+    const Reply::Status st = s.worker->call(msg::to_json(msg::PingRequest{}), ready).status;
+    return st != Reply::Status::ok && st != Reply::Status::failed;
   });
 }
 
