@@ -183,7 +183,8 @@ void expect_contained(const RunOutcome& o, const fs::path& cache) {
 // pool would leave beside a candidate under --sandbox off.
 std::optional<Child> decoy(const fs::path& dir, std::string& error) {
   SpawnOptions o;
-  o.argv = {KBV_TEST_PYTHON, "-c", "import time  # kbv_worker\ntime.sleep(600)", "candidate"};
+  // Killed by the test when done; an hour, so that it outlives two evaluations on a crowded machine.
+  o.argv = {KBV_TEST_PYTHON, "-c", "import time  # kbv_worker\ntime.sleep(3600)", "candidate"};
   o.protocol_pipes = false;
   o.log_path = dir / "decoy.log";
   return spawn(o, error);
