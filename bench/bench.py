@@ -10,6 +10,7 @@ import json
 import re
 import resource
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -586,11 +587,99 @@ def build(args):
         shutil.rmtree(cache, ignore_errors=True)
 
 
+# ---- warm workers (issue 26) -----------------------------------------------------------------
+def warm_runs(args):
+    """Run folders of the built-in problems' CPU example solutions that kbv gets correct (strict
+    policy, fp32): each problem's solutions as its samples, `--samples` copies of each."""
+    manifest = json.loads((ROOT / "examples" / "manifest.json").read_text())
+    picked = {}
+    for e in manifest:
+        if (e.get("device") != "cpu" or e.get("expected") != "correct" or e.get("policy", "strict") != "strict"
+                or e.get("precision") or e.get("pending")):
+            continue
+        problem = Path(e["problem"])
+        key = (int(problem.parent.name.replace("level", "")), int(problem.stem.split("_")[0]))
+        sols = picked.setdefault(key, [])
+        if e["solution"] not in sols:
+            sols.append(e["solution"])
+    if args.problems_list:
+        names = set(args.problems_list.split(","))
+        picked = {k: v for k, v in picked.items() if any(Path(sol).parent.name in names for sol in v)}
+    if args.limit:
+        picked = dict(sorted(picked.items())[:args.limit])
+    return picked
+
+
+def warm_fill(run_dir, picked, copies):
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    for (level, pid), sols in picked.items():
+        for i, sol in enumerate(sols * copies):
+            shutil.copy(ROOT / sol, run_dir / f"level_{level}_problem_{pid}_sample_{i}_kernel.py")
+
+
+def warm(args):
+    """Median `load` phase per sample with and without --warm-workers (CPU, --timing off: the load is
+    what changes), passes alternating, every build cached by a first pass."""
+    picked = warm_runs(args)
+    root = out_dir() / "warm"
+    counts = [int(n) for n in (args.warm_list or "0,1").split(",")]
+    base = [kbv_binary(args), "eval", "--problems", args.problems, "--device", "cpu", "--trials", "1",
+            "--timing", "off", "--cache-dir", args.cache_dir]
+    prime = root / "prime"
+    warm_fill(prime, picked, 1)
+    run(base + ["--run", prime, "--warm-workers", "0"])
+    rows, walls = [], {n: [] for n in counts}
+    for r in range(args.repeats):
+        for n in (counts if r % 2 == 0 else counts[::-1]):
+            d = root / f"r{r}-w{n}"
+            warm_fill(d, picked, args.samples)
+            load_before = os.getloadavg()[0]
+            _, wall = run(base + ["--run", d, "--warm-workers", str(n)])
+            walls[n].append(wall)
+            db = sqlite3.connect(d / "kbv.sqlite")
+            for (text,) in db.execute("SELECT record FROM results"):
+                rec = json.loads(text)
+                phases = rec.get("phase_seconds") or {}
+                if "load" not in phases:
+                    continue
+                rows.append({"repeat": r, "warm_workers": n, "level": rec.get("level"),
+                             "problem_id": rec.get("problem_id"), "sample_id": rec.get("sample_id"),
+                             "load": phases["load"], "seconds": rec.get("seconds"),
+                             "warm_worker": rec.get("warm_worker"), "verdict": rec.get("verdict"),
+                             "load_average": load_before})
+            db.close()
+
+    def med(xs):
+        return round(statistics.median(xs), 3) if xs else None
+
+    summary = {"device": "cpu", "date": time.strftime("%Y-%m-%d"), "problems": len(picked),
+               "samples_per_problem_copies": args.samples, "repeats": args.repeats, "cores": os.cpu_count()}
+    for n in counts:
+        mine = [x for x in rows if x["warm_workers"] == n]
+        later = [x for x in mine if x["sample_id"] > 0]  # the reference already loaded: the candidate's own load
+        summary[f"warm_workers_{n}"] = {
+            "samples": len(mine),
+            "median_load_s": med([x["load"] for x in mine]),
+            "median_load_s_later_samples": med([x["load"] for x in later]),
+            "median_load_s_warm_hits": med([x["load"] for x in mine if x["warm_worker"]]),
+            "warm_hits": sum(1 for x in mine if x["warm_worker"]),
+            "median_seconds": med([x["seconds"] for x in mine if x["seconds"] is not None]),
+            "median_run_wall_s": med(walls[n]),
+            "verdicts": sorted({x["verdict"] for x in mine}),
+        }
+    write("warm", {"summary": summary, "rows": rows, "walls": walls})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("what", choices=["aa", "aa_merge", "aa_diag", "repeat", "overhead", "side_stream", "protocol", "tf32",
-                                       "serve", "build"])
-    ap.add_argument("--limit", type=int, help="build: this many sources, spread over the corpus (default: all)")
+                                       "serve", "build", "warm"])
+    ap.add_argument("--limit", type=int, help="build: this many sources, spread over the corpus (default: all); "
+                                              "warm: this many problems")
+    ap.add_argument("--warm-list", help="warm: comma-separated --warm-workers counts to compare (default: 0,1)")
+    ap.add_argument("--samples", type=int, default=2,
+                    help="warm: copies of each problem's example solutions in a run folder (its samples)")
     ap.add_argument("--keep-cache", action="store_true", help="build: keep the build cache it made")
     ap.add_argument("--warm-pch", action="store_true",
                     help="build: build the first source once before the timed ones (the new path's precompiled "
@@ -601,7 +690,8 @@ def main():
     ap.add_argument("--from-aa", help="protocol: take kbv's timing walls from this aa.json instead of evaluating")
     ap.add_argument("--kbv", help="the kbv binary (default: build-gpu/kbv or build/kbv)")
     ap.add_argument("--problems", default=str(ROOT / "problems"), help="dataset root")
-    ap.add_argument("--problems-list", help="comma-separated problem names (default: the 24 A/A problems)")
+    ap.add_argument("--problems-list", help="comma-separated problem names (default: the 24 A/A problems; "
+                                            "warm: every problem with a correct CPU example)")
     ap.add_argument("--repeats", type=int, default=4, help="A/A: evaluations per problem; serve: pairs of evaluations")
     ap.add_argument("--trials", type=int, default=1, help="serve: --trials of each evaluation")
     ap.add_argument("--variants", help="aa_diag: comma-separated variants (default: all of " +

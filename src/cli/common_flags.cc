@@ -76,6 +76,12 @@ void CommonFlags::add(CLI::App* app) {
                   "when a layer cannot be applied), best-effort (what is available, recorded) or off")
       ->check(CLI::IsMember({"strict", "best-effort", "off"}))
       ->capture_default_str();
+  app->add_option("--warm-workers", warm_workers,
+                  "candidate worker processes kept started ahead (Python and torch imported), each used for one candidate "
+                  "only, so that a candidate's load phase skips interpreter start-up (DESIGN.md, Warm workers); 0: off. "
+                  "Off under --sandbox off")
+      ->check(CLI::Range(0, 16))
+      ->capture_default_str();
   app->add_option("--python", python, "Python with torch 2.11 for the workers (default: KBV_PYTHON or the build's)");
   app->add_option("--cache-dir", cache_dir, "build cache and worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");
   // The rules between options (--timing-sets only with --timing-inputs sets), as kbv serve's.
@@ -116,6 +122,7 @@ kbv::EvalOptions CommonFlags::options() const {
   o.worker = kbv::default_worker_config(python);
   o.worker.log_dir = o.cache_dir / "logs";
   o.worker.sandbox = *kbv::sandbox::parse_mode(sandbox);
+  o.worker.warm_workers = warm_workers;
   return o;
 }
 
@@ -155,6 +162,7 @@ WorkerHooks worker_hooks() {
     job.python = host.python;
     job.cache_dir = host.cache_dir;
     job.sandbox = host.sandbox;
+    job.warm_workers = host.warm_workers;
     return job.options();
   };
   hooks.preflight = [](const kbv::EvalOptions& o) { return sandbox_preflight(o); };

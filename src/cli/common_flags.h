@@ -23,6 +23,7 @@ struct CommonFlags {
   std::string python;
   std::string cache_dir;
   std::string sandbox = "strict";
+  int warm_workers = kbv::kDefaultWarmWorkers;
   kbv::Timeouts timeouts;  // what --timeout-build/-load/-call do not set (lint-problems' --timeout)
 
   CommonFlags();

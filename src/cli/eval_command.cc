@@ -50,6 +50,7 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
   identify(problem, pair);
   kbv::ReferenceHost reference;
   reference.adopt(std::move(idle));
+  reference.warm().expect_next(false);  // one candidate: a worker started for a next one would go unused
   kbv::Record record = kbv::evaluate_pair(pair, o, *env, reference);
   if (kbv::interrupted()) {
     std::fprintf(stderr, "kbv: interrupted; nothing recorded\n");
@@ -93,7 +94,7 @@ struct EvalState {
 // `kbv eval --problems DIR --run DIR --queue URL`: the samples become jobs, kbv workers evaluate
 // them; the options that travel are the evaluation's (the table's), never the host's.
 int run_through_queue(const EvalState& s, kbv::RunOptions ro) {
-  for (const char* host : {"python", "cache-dir", "sandbox", "gpus", "build-jobs"}) {
+  for (const char* host : {"python", "cache-dir", "sandbox", "warm-workers", "gpus", "build-jobs"}) {
     if (s.app->get_option(std::string("--") + host)->count() == 0) continue;
     std::fprintf(stderr, "kbv eval: --%s is decided by the kbv workers that evaluate queued jobs (kbv worker --help), "
                          "not by kbv eval --queue\n", host);

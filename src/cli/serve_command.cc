@@ -27,6 +27,7 @@ struct Flags {
   service::ServeOptions serve;
   std::vector<std::string> problems;
   std::string token_file, gpus, device, python, cache_dir, sandbox = "strict";
+  int warm_workers = kDefaultWarmWorkers;
   Timeouts timeouts;
 };
 
@@ -69,6 +70,10 @@ std::unique_ptr<ServeCommand> add_serve_command(CLI::App& app) {
   s->add_option("--sandbox", f->sandbox, "confinement of the workers that run candidate code: strict, best-effort or off")
       ->check(CLI::IsMember({"strict", "best-effort", "off"}))
       ->capture_default_str();
+  s->add_option("--warm-workers", f->warm_workers,
+                  "pre-started candidate workers kept ready by each of serve's own workers (as kbv eval --warm-workers)")
+      ->check(CLI::Range(0, 16))
+      ->capture_default_str();
   s->add_option("--timeout-build", f->timeouts.build_s, "seconds to compile a candidate (clients may ask for less)")
       ->capture_default_str()
       ->check(kPositive);
@@ -99,6 +104,7 @@ std::unique_ptr<ServeCommand> add_serve_command(CLI::App& app) {
     o.eval.worker = default_worker_config(f->python);
     o.eval.worker.log_dir = o.eval.cache_dir / "logs";
     o.eval.worker.sandbox = *sandbox::parse_mode(f->sandbox);
+    o.eval.worker.warm_workers = f->warm_workers;
     if (std::string why = sandbox::refusal(o.eval.worker.sandbox, sandbox::probe()); !why.empty()) {
       std::fprintf(stderr, "kbv serve: %s\n", why.c_str());
       return kExitUsage;

@@ -42,7 +42,7 @@ std::optional<std::vector<std::string>> job_option_args(const nlohmann::json& op
       error = fmt::format("'{}' is not a flag name (give it without dashes)", key);
       return std::nullopt;
     }
-    if (flag == "python" || flag == "cache-dir" || flag == "sandbox") {
+    if (flag == "python" || flag == "cache-dir" || flag == "sandbox" || flag == "warm-workers") {
       error = fmt::format("'{}' is decided by the worker's host (kbv worker --{}), not by a job", key, flag);
       return std::nullopt;
     }
@@ -226,7 +226,7 @@ int eval_through_queue(const CLI::App& eval, const nlohmann::json& options, cons
   const std::string prefix = "kbv eval";
   Notify notify = printer(prefix);
   // The evaluation's options travel canonical (`options`); the flags of the evaluating host do not.
-  for (const char* name : {"python", "cache-dir", "sandbox"}) {
+  for (const char* name : {"python", "cache-dir", "sandbox", "warm-workers"}) {
     if (eval.get_option(std::string("--") + name)->count() == 0) continue;
     return finish(prefix, Outcome::fail(Status::input_error,
                                         fmt::format("--{} is decided by the kbv worker that evaluates a queued job "
@@ -325,6 +325,10 @@ std::unique_ptr<WorkerCommand> add_worker_command(CLI::App& app, WorkerHooks hoo
   sub->add_option("--sandbox", flags->host.sandbox,
                   "confinement of the workers that run candidate code, for every job (as kbv eval --sandbox)")
       ->check(CLI::IsMember({"strict", "best-effort", "off"}))
+      ->capture_default_str();
+  sub->add_option("--warm-workers", flags->host.warm_workers,
+                  "pre-started candidate workers kept ready, for every job (as kbv eval --warm-workers)")
+      ->check(CLI::Range(0, 16))
       ->capture_default_str();
   command->app = sub;
   command->run = [flags, hooks = std::move(hooks)] { return run_worker(*flags, hooks); };

@@ -19,6 +19,7 @@ struct WorkerHost {
   std::string python;
   std::string cache_dir;
   std::string sandbox = "strict";
+  int warm_workers = kbv::kDefaultWarmWorkers;
 };
 
 struct WorkerHooks {

@@ -12,7 +12,8 @@ using nlohmann::json;
 constexpr const char* kOpNames[] = {"hello",       "load",         "describe", "kernelbench_seeds", "inputs",
                                     "check",       "release",      "lint",     "time_inputs",       "time",
                                     "time_draw",   "spot_check",   "time_release", "calibrate",     "measure",
-                                    "run",         "audit",        "build",    "exit",              "draw"};
+                                    "run",         "audit",        "build",    "exit",              "ping",
+                                    "draw"};
 static_assert(std::size(kOpNames) == static_cast<size_t>(Op::draw) + 1);
 
 template <class T> struct is_optional : std::false_type {};
@@ -499,6 +500,7 @@ KBV_REPLY(AuditReply)
 KBV_REQUEST(BuildRequest)
 KBV_REPLY(BuildReply)
 KBV_REQUEST(ExitRequest)
+KBV_REQUEST(PingRequest)
 KBV_REQUEST(DrawAsk)
 #undef KBV_REQUEST
 #undef KBV_REPLY

@@ -23,6 +23,7 @@ namespace kbv::msg {
 enum class Op {
   hello, load, describe, kernelbench_seeds, inputs, check, release, lint, time_inputs, time, time_draw,
   spot_check, time_release, calibrate, measure, run, audit, build, exit,
+  ping,  // "are you up": answered once the worker's Python and torch are imported (a warm worker's readiness)
   draw,  // the candidate worker asking the supervisor for a fresh timing draw (during `time`)
 };
 const char* op_name(Op op);
@@ -312,6 +313,8 @@ struct BuildReply {
 };
 
 struct ExitRequest { static constexpr Op op = Op::exit; };
+// Any role: answered with Done as soon as the worker serves requests (supervisor/warm_pool.h).
+struct PingRequest { static constexpr Op op = Op::ping; };
 
 // Worker -> supervisor during a candidate's `time`: the next fresh draw. The answer is a Done or
 // a Failure.
@@ -366,6 +369,7 @@ KBV_MESSAGE(AuditReply)
 KBV_MESSAGE(BuildRequest)
 KBV_MESSAGE(BuildReply)
 KBV_MESSAGE(ExitRequest)
+KBV_MESSAGE(PingRequest)
 KBV_MESSAGE(DrawAsk)
 #undef KBV_MESSAGE
 

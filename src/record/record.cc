@@ -355,6 +355,7 @@ KBV_FIELDS(Record) {
   v.part("build", m.build);
   v.opt("seconds", m.seconds);
   v.opt("phase_seconds", m.phase_seconds);
+  v.opt("warm_worker", m.warm_worker);
   v.always_part("protocol", m.protocol);
   v.part("kernelbench", m.kernelbench);
 }

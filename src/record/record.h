@@ -177,6 +177,9 @@ struct Record {
   std::optional<BuildInfo> build;
   std::optional<double> seconds;
   std::optional<std::map<std::string, double>> phase_seconds;
+  // Whether the candidate worker was pre-started (--warm-workers, supervisor/warm_pool.h) rather
+  // than started for this candidate; absent when no candidate worker was started.
+  std::optional<bool> warm_worker;
   RecordProtocol protocol;
   std::optional<Imported> kernelbench;
   Unknown unknown;

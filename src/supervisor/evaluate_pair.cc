@@ -74,7 +74,8 @@ void lease_cpus(Record& record, const EvalOptions& options, const Environment& e
 // record says why) when it cannot start.
 std::unique_ptr<WorkerProcess> start_candidate_worker(Record& record, const Pair& pair, const EvalOptions& options,
                                                       const Environment& env, const BuildResult& built,
-                                                      WorkerProcess* ref, const CpuLease* lease) {
+                                                      ReferenceHost& reference, WorkerProcess* ref,
+                                                      const CpuLease* lease) {
   std::string error;
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
@@ -86,11 +87,15 @@ std::unique_ptr<WorkerProcess> start_candidate_worker(Record& record, const Pair
     env_vars["OMP_NUM_THREADS"] = n;
     env_vars["MKL_NUM_THREADS"] = n;
   }
-  auto cand = WorkerProcess::start("candidate", options.worker, env_vars, error, {pair.solution_path, ref, built.read});
+  // A pre-started worker of this reference's pool when one is waiting (--warm-workers), else a new one.
+  bool warm = false;
+  auto cand = reference.warm().take(options.worker, env_vars, {pair.solution_path, ref, built.read},
+                                    ms(options.timeouts.load_s), warm, error);
   if (!cand) {
     fail_host(record, "cannot start the candidate worker: " + error);
     return nullptr;
   }
+  record.warm_worker = warm;
   pin_to_budget(record, *cand, "candidate", options, env, lease);
   record.sandbox = cand->sandbox_record();
   return cand;
@@ -233,7 +238,7 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   if (!load_reply.overrides.empty()) record.problem_overrides = load_reply.overrides;
 
   std::unique_ptr<WorkerProcess> cand =
-      start_candidate_worker(record, pair, options, env, built, ref, lease ? &*lease : nullptr);
+      start_candidate_worker(record, pair, options, env, built, reference, ref, lease ? &*lease : nullptr);
   if (!cand) return record;
   Reply r = load_candidate_worker(*cand, pair, solution, options, env, built, load_reply);
   clock.done(record, "load");
@@ -247,6 +252,7 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   // 4. Trials x distributions, each a fresh draw from its own seed (pair_checks.cc).
   SeedSource seeds(options.protocol.seed);
   const CheckTally checked = correctness_checks({record, pair, options, reference, *ref, *cand}, seeds);
+  if (!checked.stopped) reference.warm().settle(ms(options.timeouts.load_s));  // none starting while it is measured
   record.seconds = clock.seconds();
   clock.done(record, "checks");
   if (checked.stopped) return record;

@@ -58,11 +58,13 @@ std::optional<Environment> probe_environment(const EvalOptions& options, std::st
 ReferenceHost::~ReferenceHost() { reset(); }
 
 void ReferenceHost::reset() {
+  warm_.clear();
   worker_.reset();
   problem_key_.clear();
 }
 
 void ReferenceHost::adopt(std::unique_ptr<WorkerProcess> idle) {
+  warm_.clear();
   worker_ = std::move(idle);
   problem_key_.clear();
 }

@@ -140,6 +140,8 @@ void evaluate_jobs(const RunContext& c, RunPlan& plan, BuildQueue& builds, RunPr
     item_started(c.notify, i, fmt::format("level {} problem {} sample {}", job.pair.level, job.pair.problem_id,
                                           job.pair.sample_id));
     BuildResult br = builds.get(i);
+    reference.warm().expect_next(i + 1 < plan.jobs.size() &&
+                                 plan.jobs[i + 1]->pair.problem_path == job.pair.problem_path);
     Record record = evaluate_pair(job.pair, mine, c.env, reference, &br, &job.candidate);
     if (record.verdict == Verdict::interrupted || interrupted()) return;
     std::lock_guard<std::mutex> lock(progress.mu);

@@ -18,6 +18,7 @@
 #include "record/record.h"
 #include "supervisor/session.h"
 #include "supervisor/verdict.h"
+#include "supervisor/warm_pool.h"
 #include "util/fs.h"
 #include "util/outcome.h"
 
@@ -81,11 +82,14 @@ class ReferenceHost {
   void reset();
   // Takes an idle reference worker (from probe_environment) to load the next problem into.
   void adopt(std::unique_ptr<WorkerProcess> idle);
+  // The pre-started candidate workers of this reference (--warm-workers), cleared with it.
+  WarmPool& warm() { return warm_; }
 
  private:
   std::unique_ptr<WorkerProcess> worker_;
   std::string problem_key_;
   msg::LoadProblemReply load_reply_;
+  WarmPool warm_;
 };
 
 // Static analysis of a candidate (src/lint) as `kbv eval` runs it: evidence names the solution

@@ -169,7 +169,12 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
       paths.scratch = w->scratch_.string();
       // The build folder, at one path in every worker (/tmp/kbv-ext) so that torch's up-to-date check
       // of a build made by another worker holds.
-      if (auto it = o.env_set.find("TORCH_EXTENSIONS_DIR"); it != o.env_set.end()) {
+      if (target.warm) {
+        // Pre-started: its /tmp/kbv-ext is this folder of its scratch, filled at hand-over.
+        fs::create_directories(w->scratch_ / "kbv-ext", ec);
+        give_to_nobody(w->scratch_ / "kbv-ext", false);
+        o.env_set["TORCH_EXTENSIONS_DIR"] = "/tmp/kbv-ext";
+      } else if (auto it = o.env_set.find("TORCH_EXTENSIONS_DIR"); it != o.env_set.end()) {
         paths.ext = it->second;
         fs::create_directories(paths.ext, ec);
         fs::create_directories(w->scratch_ / "kbv-ext", ec);
@@ -235,6 +240,29 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
 }
 
 WorkerProcess::~WorkerProcess() { stop(); }
+
+std::string WorkerProcess::hand_build(const fs::path& extensions_dir) {
+  if (scratch_.empty()) return "the " + role_ + " worker has no scratch folder";
+  const fs::path into = scratch_ / "kbv-ext";
+  std::error_code ec;
+  if (!fs::exists(extensions_dir, ec)) return "";  // nothing built (a solution without an extension)
+  auto it = fs::recursive_directory_iterator(extensions_dir, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path to = into / it->path().lexically_relative(extensions_dir);
+    if (it->is_symlink(ec)) {
+      fs::copy_symlink(it->path(), to, ec);
+    } else if (it->is_directory(ec)) {
+      fs::create_directories(to, ec);
+    } else if (it->path().filename() != "lock" && it->is_regular_file(ec)) {
+      fs::copy_file(it->path(), to, fs::copy_options::overwrite_existing, ec);
+      if (!ec) fs::last_write_time(to, fs::last_write_time(it->path(), ec), ec);
+    }
+    if (ec) break;
+  }
+  if (ec) return fmt::format("copying {} into {}: {}", extensions_dir.string(), into.string(), ec.message());
+  give_to_nobody(into, true);
+  return "";
+}
 
 std::string WorkerProcess::pin_cpus(const std::vector<int>& cpus) {
   if (pid_ <= 0) return "the " + role_ + " worker is not running";

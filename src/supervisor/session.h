@@ -26,6 +26,7 @@ struct WorkerConfig {
   std::map<std::string, std::string> env;   // extra environment for every worker
   sandbox::Mode sandbox = sandbox::Mode::off;  // kbv eval/selftest: --sandbox (strict by default)
   std::filesystem::path scratch_dir;        // per-worker scratch folders (empty: log_dir/../scratch)
+  int warm_workers = 0;  // --warm-workers: pre-started candidate workers kept ready (supervisor/warm_pool.h)
 };
 
 class WorkerProcess;
@@ -34,6 +35,9 @@ struct WorkerTarget {
   std::filesystem::path solution;              // candidate and build: the solution file (read-only)
   const WorkerProcess* reference = nullptr;    // candidate: its reference (their shared /dev/shm folder)
   std::vector<std::filesystem::path> read;     // more folders it reads (a build's precompiled headers)
+  // A pre-started candidate (supervisor/warm_pool.h): no solution yet, and its build folder
+  // (/tmp/kbv-ext) is a folder of its own scratch, filled when it is handed its candidate.
+  bool warm = false;
 };
 
 // Finds the python and the worker module: --python / KBV_PYTHON / the build's default;
@@ -102,6 +106,12 @@ class WorkerProcess {
   const nlohmann::json& sandbox_record() const { return sandbox_; }
   // The /dev/shm folder a sandboxed reference shares with its candidates (empty: the host's).
   const std::filesystem::path& shm_dir() const { return shm_dir_; }
+  // The host folder bound on its /tmp (confined workers only; empty otherwise).
+  const std::filesystem::path& scratch() const { return scratch_; }
+  // A pre-started candidate (WorkerTarget::warm) handed its build: the extension folders of
+  // `extensions_dir` copied into its own /tmp/kbv-ext, modification times kept (torch's up-to-date
+  // check holds), torch's lock files left out. "" or why not.
+  std::string hand_build(const std::filesystem::path& extensions_dir);
   // CPU thread parity (docs/TIMING.md): every thread of the worker's process group pinned to
   // `cpus` (threads it starts later inherit it). Empty when done, else why not. cpus() is the set
   // kbv pinned it to (empty: never pinned, kbv's own affinity).

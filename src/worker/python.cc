@@ -57,6 +57,11 @@ py::object exec_source(const std::string& code, const std::string& filename, con
   py::object module = types.attr("ModuleType")(module_name);
   module.attr("__file__") = filename;
   py::module_::import("sys").attr("modules")[py::str(module_name)] = module;
+  // A file this process cannot see (a pre-started candidate worker, supervisor/warm_pool.h, has no
+  // solution file bound): its lines come from the code, so tracebacks still show them.
+  if (!py::module_::import("os").attr("path").attr("exists")(filename).cast<bool>())
+    py::module_::import("linecache").attr("cache")[py::str(filename)] =
+        py::make_tuple(code.size(), py::none(), py::str(code).attr("splitlines")(true), filename);
   py::object compiled = builtins.attr("compile")(code, filename, "exec");
   builtins.attr("exec")(compiled, module.attr("__dict__"));
   return module;

@@ -76,6 +76,7 @@ std::optional<Role> make_role(const std::string& name, int in_fd, int out_fd) {
     return std::nullopt;
   }
   r.ops[msg::Op::hello] = typed_handler<msg::HelloRequest>([name](const auto&) { return hello(name); });
+  r.ops[msg::Op::ping] = typed_handler<msg::PingRequest>([](const auto&) { return msg::Done{}; });
   return r;
 }
 

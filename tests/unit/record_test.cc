@@ -80,6 +80,7 @@ json full_record() {
       {"reference_error", json::array({{{"output", 0}}})},
       {"seconds", 3.5},
       {"phase_seconds", {{"lint", 0.1}, {"build", 0.5}}},
+      {"warm_worker", true},
       {"protocol", {{"name", "kbv"}, {"trials", 5}, {"distributions", json::array({{{"name", "D1"}, {"scale", 1.0}}})},
                     {"atol", 0.001}, {"timing", {{"enabled", true}}}, {"precision", "fp32"},
                     {"torch_version", "2.11"}, {"python_version", "3.11"}, {"device_name", "cpu"},
@@ -108,6 +109,8 @@ TEST(Record, RoundTripOfAFullRecord) {
   ASSERT_TRUE(r.sandbox);
   EXPECT_EQ((*r.sandbox)["layers"]["landlock"], "unavailable: kernel 5.10");
   EXPECT_TRUE(r.unknown.extra.find("sandbox") == r.unknown.extra.end()) << "sandbox is a field, not an unknown key";
+  EXPECT_EQ(r.warm_worker, std::optional<bool>(true));
+  EXPECT_TRUE(r.unknown.extra.find("warm_worker") == r.unknown.extra.end()) << "warm_worker is a field";
 }
 
 TEST(Record, UnknownKeysSurviveAModification) {

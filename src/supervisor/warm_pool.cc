@@ -1,0 +1,112 @@
+#include "supervisor/warm_pool.h"
+
+#include <nlohmann/json.hpp>
+
+#include "proto/messages.h"
+#include "sandbox/sandbox.h"
+#include "util/interrupt.h"
+
+namespace kbv {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// What a worker fixes when it starts: two takes with the same key may share a pre-started worker.
+std::string key_of(const WorkerConfig& c, const WarmPool::Env& env, const WorkerTarget& t) {
+  nlohmann::json read = nlohmann::json::array();
+  for (const auto& r : t.read) read.push_back(r.string());
+  return nlohmann::json{{"python", c.python},
+                        {"worker_dir", c.worker_dir.string()},
+                        {"log_dir", c.log_dir.string()},
+                        {"scratch_dir", c.scratch_dir.string()},
+                        {"config_env", c.env},
+                        {"sandbox", sandbox::mode_name(c.sandbox)},
+                        {"env", env},
+                        {"read", read},
+                        {"reference", t.reference ? t.reference->pid() : 0},
+                        {"shm", t.reference ? t.reference->shm_dir().string() : ""}}
+      .dump();
+}
+
+}  // namespace
+
+std::string warm_pool_off_reason(const WorkerConfig& config) {
+  if (config.warm_workers <= 0) return "--warm-workers 0";
+  if (config.sandbox == sandbox::Mode::off)
+    return "--sandbox off: a candidate runs as the same user as a worker waiting for the next one and could "
+           "signal, trace or write it";
+  if (config.sandbox == sandbox::Mode::best_effort)
+    if (std::string why = sandbox::refusal(sandbox::Mode::strict, sandbox::probe()); !why.empty())
+      return "--sandbox best-effort without every layer (" + why + ")";
+  return "";
+}
+
+std::unique_ptr<WorkerProcess> WarmPool::take(const WorkerConfig& config, const Env& env, const WorkerTarget& target,
+                                              std::chrono::milliseconds ready, bool& warm, std::string& error) {
+  warm = false;
+  Env fixed = env;
+  fs::path extensions_dir;
+  if (auto it = fixed.find("TORCH_EXTENSIONS_DIR"); it != fixed.end()) {
+    extensions_dir = it->second;
+    fixed.erase(it);
+  }
+  const std::string key = key_of(config, fixed, target);
+  if (!warm_pool_off_reason(config).empty() || !target.reference || target.warm) {
+    clear();
+    return WorkerProcess::start("candidate", config, env, error, target);
+  }
+  if (key != key_) clear();  // workers of another reference or environment
+  key_ = key;
+  config_ = config;
+  env_ = fixed;
+  reference_ = target.reference;
+  read_ = target.read;
+  settle(ready);
+  std::unique_ptr<WorkerProcess> w;
+  while (!w && !slots_.empty()) {
+    w = std::move(slots_.front().worker);
+    slots_.erase(slots_.begin());
+    if (!w->hand_build(extensions_dir).empty()) w.reset();  // stopped; the next one, or a fresh one
+  }
+  warm = w != nullptr;
+  if (!w) w = WorkerProcess::start("candidate", config, env, error, target);
+  if (w && expect_next_) refill();  // the next candidate's, starting while this one loads
+  return w;
+}
+
+void WarmPool::settle(std::chrono::milliseconds ready) {
+  // Any answer means it serves requests (a worker of before the ping op answers it as unknown).
+  std::erase_if(slots_, [&](Slot& s) {
+    const Reply::Status st = s.worker->call(msg::to_json(msg::PingRequest{}), ready).status;
+    return st != Reply::Status::ok && st != Reply::Status::failed;
+  });
+}
+
+void WarmPool::refill() {
+  if (key_.empty() || !reference_ || !reference_->alive() || interrupted()) return;
+  WorkerTarget target;
+  target.reference = reference_;
+  target.read = read_;
+  target.warm = true;
+  while (static_cast<int>(slots_.size()) < config_.warm_workers) {
+    std::string error;
+    auto w = WorkerProcess::start("candidate", config_, env_, error, target);
+    if (!w) return;  // the next take starts its candidate itself, and says why if that fails too
+    slots_.push_back({std::move(w), std::chrono::steady_clock::now()});
+  }
+}
+
+void WarmPool::clear() {
+  slots_.clear();
+  key_.clear();
+  reference_ = nullptr;
+}
+
+std::vector<WarmPool::Held> WarmPool::held() const {
+  std::vector<Held> out;
+  for (const auto& s : slots_) out.push_back({s.worker->pid(), s.started});
+  return out;
+}
+
+}  // namespace kbv
