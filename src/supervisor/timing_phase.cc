@@ -12,6 +12,7 @@
 
 #include "measure/call_bound.h"
 #include "measure/interval.h"
+#include "measure/statistic.h"
 #include "record/trust.h"
 #include "store/sealed.h"
 #include "util/clock.h"
@@ -27,7 +28,8 @@ using nlohmann::json;
 
 msg::TimingSettings rule_request(const EvalOptions& o) {
   return {o.protocol.timing.rule, o.protocol.timing.flush_bytes, o.protocol.timing.launch_hold_us,
-          cpu_budget(o.protocol.timing.cpu_threads).threads};
+          cpu_budget(o.protocol.timing.cpu_threads).threads, o.protocol.timing.l2_flush,
+          o.protocol.timing.loop == kLoopUpstream};
 }
 
 namespace {
@@ -46,7 +48,7 @@ std::string reply_message(const Reply& r) {
 // A whole timing request may take the warm-up, the time cap and a few calls beyond it.
 std::chrono::milliseconds timing_timeout(const EvalOptions& o) {
   const StopRule& r = o.protocol.timing.rule;
-  return ms(o.timeouts.call_s * (r.warmup + r.min_samples_at_cap + 3) + 2 * r.time_cap_s + 60);
+  return ms(o.timeouts.call_s * (r.warmup + std::max(r.min_samples_at_cap, r.calls) + 3) + 2 * r.time_cap_s + 60);
 }
 
 double sum_of(const json& a) {
@@ -79,6 +81,7 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.spot_per_output = 0;
   t.spot_max_calls = 0;
   t.pairs = 0;  // cached baselines are unpaired ones
+  t.statistic = TimingProtocol{}.statistic;  // an entry keeps every statistic: reading another re-times nothing
   if (env.device != "cuda") t.launch_hold_us = 0;  // the hold is a GPU kernel: the CPU engine has none
   // The CPU thread budget as resolved here (0 means every CPU, whose count differs between hosts);
   // it times nothing on the GPU.
@@ -189,7 +192,9 @@ std::string timing_summary(const Record& record) {
   const Timing& t = *record.timing;
   if (t.error) return "not timed: " + *t.error;
   const TimedStats c = t.candidate.value_or(TimedStats{});
-  std::string line = fmt::format("time {:.4g} ms (median of {}, rse {:.2f}%, {})", c.median_ms.value_or(0.0),
+  const std::string stat = runtime_statistic(record.runtime_stats);
+  std::string line = fmt::format("time {:.4g} ms ({} of {}, rse {:.2f}%, {})",
+                                 (stat == kStatisticMean ? c.mean_ms : c.median_ms).value_or(0.0), stat,
                                  c.samples.value_or(0), 100 * c.rse.value_or(0.0), t.method.value_or(""));
   if (std::string sp = speedups_text(t); !sp.empty()) line += "; speedup " + sp;
   if (t.pairs) line += fmt::format("; {} paired rounds", *t.pairs);
@@ -449,9 +454,10 @@ void note_event_mismatches(Record& record, json& timing, const msg::TimeReply& c
     record.findings.push_back(make_finding(
         "timing_mismatch", "warn",
         fmt::format("in {} of {} timed calls the device finished up to {:.3f} ms after the events on the calling "
-                    "stream said (work on another stream or thread); the host clock around a full device "
-                    "synchronisation was used for those",
-                    cr.mismatches, cs.samples + cs.discarded, cr.max_mismatch_ms),
+                    "stream said (work on another stream or thread); {}",
+                    cr.mismatches, cs.samples + cs.discarded, cr.max_mismatch_ms,
+                    cr.sample_clock == "events" ? "the event times were kept, as upstream's loop keeps them"
+                                                : "the host clock around a full device synchronisation was used for those"),
         "cuda events vs host clock", "T1"));
 }
 
@@ -637,8 +643,9 @@ void time_baselines(json& timing, const Pair& pair, const EvalOptions& options, 
     json st = (*entry)["stats"];
     st["cached"] = cached;
     baselines[mode] = st;
-    const double bm = st.value("median_ms", 0.0);
-    if (bm > 0 && cs.median_ms > 0) speedup[mode] = bm / cs.median_ms;
+    const std::string& stat = options.protocol.timing.statistic;  // median (kbv) or mean (upstream)
+    const double bm = st.value(statistic_key(stat), 0.0), cm = statistic_ms(cs, stat);
+    if (bm > 0 && cm > 0) speedup[mode] = bm / cm;
     // Unpaired: the two sample sets resampled apart (a cached entry keeps its samples).
     std::vector<double> base_ms;
     if (entry->contains("samples_ms") && (*entry)["samples_ms"].is_array())
@@ -725,17 +732,10 @@ void describe_run(json& timing, const msg::TimeReply& cr) {
   timing["sync_overhead_ms"] = cr.sync_overhead_ms;
 }
 
-void set_runtime(Record& record, const Stats& cs, const Environment& env) {
+void set_runtime(Record& record, const Stats& cs, const Environment& env, const TimingProtocol& tp) {
   if (cs.samples <= 0) return;
-  record.runtime = cs.median_ms;
-  record.runtime_stats = {{"mean", cs.mean_ms},
-                          {"std", cs.std_ms},
-                          {"min", cs.min_ms},
-                          {"max", cs.max_ms},
-                          {"median", cs.median_ms},
-                          {"num_trials", cs.samples},
-                          {"hardware", env.device_name},
-                          {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
+  record.runtime = statistic_ms(cs, tp.statistic);  // the protocol's statistic: median (kbv) or mean
+  record.runtime_stats = runtime_stats_json(cs, tp, env.device_name, env.device == "cuda" ? "cuda:0" : "cpu");
 }
 
 void release_both(const EvalOptions& options, WorkerProcess& reference, WorkerProcess* candidate) {
@@ -961,7 +961,8 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
     if (base_others.count(mode)) st["host_other_cores"] = std::round(base_others[mode] * 100) / 100;
     if (base_parity.count(mode)) st.update(base_parity[mode]);
     baselines[mode] = st;
-    if (bs.median_ms > 0 && cs.median_ms > 0) speedup[mode] = bs.median_ms / cs.median_ms;
+    const double bm = statistic_ms(bs, tp.statistic), cm = statistic_ms(cs, tp.statistic);
+    if (bm > 0 && cm > 0) speedup[mode] = bm / cm;
     if (std::optional<SpeedupInterval> iv = paired_speedup_interval(paired[mode])) ci[mode] = {iv->low, iv->high};
   }
   timing["baselines"] = baselines;
@@ -976,7 +977,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
   describe_run(timing, last);
   timing["sampling_s"] = sampling_s;
   record.timing = timing_from_json(timing);
-  set_runtime(record, cs, env);
+  set_runtime(record, cs, env, options.protocol.timing);
   release_both(options, reference, nullptr);
   reject_on_findings(record);
 }
@@ -1042,7 +1043,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   note_cache_refused(record, cache_refused);
   describe_run(timing, cr);
   record.timing = timing_from_json(timing);
-  set_runtime(record, cs, env);
+  set_runtime(record, cs, env, options.protocol.timing);
   release_both(options, reference, nullptr);
   reject_on_findings(record);
 }
