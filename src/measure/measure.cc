@@ -46,9 +46,12 @@ Stats summarize(std::span<const double> ms) {
 }
 
 nlohmann::json StopRule::to_json() const {
-  return {{"warmup", warmup},           {"min_samples", min_samples}, {"min_samples_at_cap", min_samples_at_cap},
-          {"max_samples", max_samples}, {"rse_target", rse_target},   {"time_cap_s", time_cap_s},
-          {"max_discards", max_discards}};
+  nlohmann::json j = {{"warmup", warmup},           {"min_samples", min_samples},
+                      {"min_samples_at_cap", min_samples_at_cap}, {"max_samples", max_samples},
+                      {"rse_target", rse_target},   {"time_cap_s", time_cap_s},
+                      {"max_discards", max_discards}};
+  if (calls > 0) j["calls"] = calls;
+  return j;
 }
 
 const char* stop_reason_name(StopReason r) {
@@ -57,12 +60,14 @@ const char* stop_reason_name(StopReason r) {
     case StopReason::rse: return "rse";
     case StopReason::time_cap: return "time_cap";
     case StopReason::max_samples: return "max_samples";
+    case StopReason::calls: return "calls";
   }
   return "none";
 }
 
 StopReason should_stop(const StopRule& rule, std::span<const double> kept_ms, double elapsed_s) {
   const int n = static_cast<int>(kept_ms.size());
+  if (rule.calls > 0) return n >= rule.calls ? StopReason::calls : StopReason::none;
   if (n >= rule.max_samples) return StopReason::max_samples;
   if (n >= std::max(rule.min_samples, 2) && summarize(kept_ms).rse <= rule.rse_target) return StopReason::rse;
   if (elapsed_s >= rule.time_cap_s && n >= std::max(rule.min_samples_at_cap, 1)) return StopReason::time_cap;
@@ -106,6 +111,7 @@ StopRule block_rule(const StopRule& rule, int pairs, bool first) {
   b.max_discards = share(rule.max_discards);
   b.rse_target = rule.rse_target * std::sqrt(static_cast<double>(pairs));
   b.time_cap_s = rule.time_cap_s / pairs;
+  if (rule.calls > 0) b.calls = share(rule.calls);
   return b;
 }
 
@@ -119,19 +125,24 @@ double floor_ms(uint64_t bytes, double bandwidth_bytes_per_s) {
 namespace kbv {
 
 nlohmann::json TimingProtocol::to_json() const {
-  return {{"enabled", enabled},
-          {"rule", rule.to_json()},
-          {"baselines", baselines},
-          {"inputs", fresh ? "fresh" : "sets"},
-          {"sets", sets},
-          {"max_set_bytes", max_set_bytes},
-          {"flush_bytes", flush_bytes},
-          {"spot_per_output", spot_per_output},
-          {"spot_max_calls", spot_max_calls},
-          {"spot_draws", spot_draws},
-          {"launch_hold_us", launch_hold_us},
-          {"pairs", pairs},
-          {"cpu_threads", cpu_threads}};
+  nlohmann::json j = {{"enabled", enabled},
+                      {"rule", rule.to_json()},
+                      {"baselines", baselines},
+                      {"inputs", fresh ? "fresh" : "sets"},
+                      {"sets", sets},
+                      {"max_set_bytes", max_set_bytes},
+                      {"flush_bytes", flush_bytes},
+                      {"spot_per_output", spot_per_output},
+                      {"spot_max_calls", spot_max_calls},
+                      {"spot_draws", spot_draws},
+                      {"launch_hold_us", launch_hold_us},
+                      {"pairs", pairs},
+                      {"cpu_threads", cpu_threads}};
+  const TimingProtocol kbv;
+  if (statistic != kbv.statistic) j["statistic"] = statistic;
+  if (l2_flush != kbv.l2_flush) j["l2_flush"] = l2_flush;
+  if (loop != kbv.loop) j["loop"] = loop;
+  return j;
 }
 
 }  // namespace kbv

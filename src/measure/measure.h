@@ -39,10 +39,14 @@ struct StopRule {
   double rse_target = 0.005; // stop when the relative standard error is at or below this
   double time_cap_s = 1.0;   // stop when the sampling has taken this long (device time + overhead)
   int max_discards = 100;    // beyond this many throttled samples, throttled samples are kept
+  // > 0: exactly this many kept samples and no other stop (upstream's fixed loop: KernelBench-Verified
+  // times 100 calls); 0: the rules above. Written in to_json only when set, so that the protocol
+  // hash of the stopping rule (kbv's) stays as records stored before it have it.
+  int calls = 0;
   nlohmann::json to_json() const;
 };
 
-enum class StopReason { none, rse, time_cap, max_samples };
+enum class StopReason { none, rse, time_cap, max_samples, calls };
 const char* stop_reason_name(StopReason r);
 // kept_ms: the samples kept so far; elapsed_s: wall time since the first sample started.
 StopReason should_stop(const StopRule& rule, std::span<const double> kept_ms, double elapsed_s);
@@ -83,7 +87,8 @@ IntervalDecision decide_held_interval(double event_ms, double host_after_hold_ms
 // One block's share of the stop rule under `pairs` paired rounds (pairs <= 1: the rule itself):
 // the time cap, the sample and discard bounds divided between the blocks, at least 5 samples a
 // block for the RSE criterion, whose target is sqrt(pairs) looser per block (the pooled samples'
-// RSE is then about the target); warm-up calls in full in the first block (`first`), one after.
+// RSE is then about the target); warm-up calls in full in the first block (`first`), one after;
+// fixed calls divided between the blocks (rounded up).
 StopRule block_rule(const StopRule& rule, int pairs, bool first);
 
 // The physical floor: the fewest bytes that must move (inputs read once, outputs written once)
@@ -132,6 +137,19 @@ struct TimingProtocol {
   // kbv may run on). Both workers are pinned to the same kbv-chosen set of that many CPUs and run
   // ATen's intra-op pool at that size (util/sched.h cpu_budget, docs/TIMING.md "Thread parity").
   int cpu_threads = kDefaultCpuThreads;
+  // Which statistic of the kept samples is the result's `runtime` and its speedups' ratio
+  // (measure/statistic.h): "median" (kbv) or "mean" (upstream's get_timing_stats).
+  std::string statistic = "median";
+  // A cache flush before each timed call (worker/l2_flush.h): true (kbv, and KernelBench main's
+  // clear_l2_cache) or false (KernelBench-Verified: nothing between calls but a synchronisation).
+  bool l2_flush = true;
+  // The sampling loop: "kbv" (each call's inputs loaded into the live buffers before it; on the GPU
+  // the sample is the host clock around a full synchronisation where the events disagree with it)
+  // or "upstream" (time_execution_with_cuda_event: the inputs as the previous call left them, the
+  // sample the cuda-event time; a disagreement is still counted and warned about).
+  std::string loop = "kbv";
+  // statistic, l2_flush and loop are written in to_json only where they differ from kbv's, so the
+  // hash of kbv's protocol (and its stored records' resume keys and cached baselines) stays.
   nlohmann::json to_json() const;
 };
 

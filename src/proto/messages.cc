@@ -45,12 +45,15 @@ KBV_FIELDS(StopRule) {
   v("rse_target", m.rse_target);
   v("time_cap_s", m.time_cap_s);
   v("max_discards", m.max_discards);
+  v("calls", m.calls);
 }
 KBV_FIELDS(TimingSettings) {
   v.nested("rule", m.rule);
   v("flush_bytes", m.flush_bytes);
   v("launch_hold_us", m.launch_hold_us);
   v("threads", m.threads);
+  v("l2_flush", m.l2_flush);
+  v("upstream_loop", m.upstream_loop);
 }
 KBV_FIELDS(HelloReply) {
   v("pid", m.pid);
@@ -72,6 +75,7 @@ KBV_FIELDS(LoadRequest) {
   v("cpu_threads", m.cpu_threads);
   v("reference_precision", m.reference_precision);
   v("cpu_sizes", m.cpu_sizes);
+  v("cast_init_inputs", m.cast_init_inputs);
 }
 KBV_FIELDS(LoadProblemReply) {
   v("init_inputs", m.init_inputs);
@@ -191,6 +195,7 @@ KBV_FIELDS(TimeReply) {
   v("discarded_at", m.discarded_at);
   v("threads", m.threads);
   v("cpus", m.cpus);
+  v("sample_clock", m.sample_clock);
 }
 KBV_FIELDS(TimeDrawRequest) {
   v.required("fresh_seed", m.fresh_seed);

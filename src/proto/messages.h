@@ -74,6 +74,9 @@ struct LoadRequest {
   int cpu_threads = 0;  // CPU: ATen's intra-op threads from the load on (the thread budget; 0: as they are)
   std::string reference_precision = "fp32-strict";  // reference: "fp32-strict" | "torch-default" (cuDNN TF32 on)
   std::string cpu_sizes;  // reference: "" | "auto" | a factor in (0, 1]: reduced sizes (worker/problem_sizes.h)
+  // reference: every get_init_inputs() tensor cast to the precision's dtype, integers included, as
+  // upstream's _process_input_tensor does (Protocol::cast_init_inputs); false: as drawn.
+  bool cast_init_inputs = false;
 };
 struct LoadProblemReply {
   nlohmann::json init_inputs = nlohmann::json::array();  // wire values (worker/python.h to_wire)
@@ -181,6 +184,8 @@ struct TimingSettings {
   uint64_t flush_bytes = 0;   // 0: the default size
   double launch_hold_us = 0;
   int threads = 0;            // CPU: ATen's intra-op threads while timing (0: as they are)
+  bool l2_flush = true;       // a cache flush before each timed call (TimingProtocol::l2_flush)
+  bool upstream_loop = false; // TimingProtocol::loop "upstream": no input reload, the event time kept
 };
 // Reference: a baseline of the problem's Model.
 struct TimeReferenceRequest {
@@ -229,6 +234,9 @@ struct TimeReply {
   // worker saw them (the candidate's are its claim; kbv checks its affinity from outside).
   std::optional<int> threads;
   std::optional<std::string> cpus;
+  // The loop's sample clock on the GPU: "events" (upstream's loop: the cuda-event time, even where
+  // the host clock disagreed); absent: kbv's (the host clock where they disagreed).
+  std::optional<std::string> sample_clock;
 };
 
 // Reference: fresh draw fresh_seed + index into the shared set-0 buffers.

@@ -39,6 +39,7 @@ nlohmann::json Protocol::to_json() const {
   else
     j["seed_policy"] = seed ? "fixed" : "secret";
   if (seed) j["seed"] = *seed;
+  if (cast_init_inputs) j["cast_init_inputs"] = true;
   return j;
 }
 

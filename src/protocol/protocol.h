@@ -59,6 +59,11 @@ struct Protocol {
   // Every input tensor cast to the precision's dtype, integers included, as upstream's
   // _process_input_tensor does (true); false: floating inputs only (kbv, docs/PRECISION.md).
   bool cast_integer_inputs = false;
+  // Every get_init_inputs() tensor cast to the precision's dtype before Model and ModelNew are built
+  // (integers and bools included; other values as they are), as upstream's eval_kernel_against_ref
+  // passes init inputs through _process_input_tensor (true); false: as drawn (kbv). Written in
+  // to_json only when true, so kbv's protocol hash stays as stored records have it.
+  bool cast_init_inputs = false;
   // kbv's runtime audits after the checks (docs/POLICY.md); upstream has none.
   bool runtime_audit = true;
   // Severity of the findings of checks upstream does not have (audit_undecided, timing_mismatch,

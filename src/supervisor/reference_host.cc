@@ -77,7 +77,8 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
     return nullptr;
   }
   std::string key = sha256_hex_parts({python_path(problem), text.text, options.device, options.protocol.precision,
-                                      options.protocol.reference_precision, options.cpu_sizes});
+                                      options.protocol.reference_precision, options.cpu_sizes,
+                                      options.protocol.cast_init_inputs ? "cast-init" : ""});
   if (worker_ && worker_->alive() && key == problem_key_) {
     load_reply = load_reply_;
     return worker_.get();
@@ -99,6 +100,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   load.reference_precision = options.protocol.reference_precision;
   load.seed = options.protocol.construction_seed;
   load.cpu_sizes = options.cpu_sizes;
+  load.cast_init_inputs = options.protocol.cast_init_inputs;
   Reply r = worker_->call(msg::to_json(load), ms(options.timeouts.load_s));
   std::optional<msg::LoadProblemReply> loaded = reply_as<msg::LoadProblemReply>(r);
   if (!loaded) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "measure/interval.h"
+#include "measure/statistic.h"
 #include "store/sealed.h"
 #include "supervisor/timing_parts.h"
 #include "util/clock.h"
@@ -23,13 +24,14 @@ using nlohmann::json;
 
 msg::TimingSettings rule_request(const EvalOptions& o) {
   return {o.protocol.timing.rule, o.protocol.timing.flush_bytes, o.protocol.timing.launch_hold_us,
-          cpu_budget(o.protocol.timing.cpu_threads).threads};
+          cpu_budget(o.protocol.timing.cpu_threads).threads, o.protocol.timing.l2_flush,
+          o.protocol.timing.loop == kLoopUpstream};
 }
 
 // A whole timing request may take the warm-up, the time cap and a few calls beyond it.
 std::chrono::milliseconds timing_timeout(const EvalOptions& o) {
   const StopRule& r = o.protocol.timing.rule;
-  return ms(o.timeouts.call_s * (r.warmup + r.min_samples_at_cap + 3) + 2 * r.time_cap_s + 60);
+  return ms(o.timeouts.call_s * (r.warmup + std::max(r.min_samples_at_cap, r.calls) + 3) + 2 * r.time_cap_s + 60);
 }
 
 Stats stats_of_reply(const msg::TimeReply& reply) {
@@ -47,6 +49,7 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.spot_per_output = 0;
   t.spot_max_calls = 0;
   t.pairs = 0;  // cached baselines are unpaired ones
+  t.statistic = TimingProtocol{}.statistic;  // an entry keeps every statistic: reading another re-times nothing
   if (env.device != "cuda") t.launch_hold_us = 0;  // the hold is a GPU kernel: the CPU engine has none
   // The CPU thread budget as resolved here (0 means every CPU, whose count differs between hosts);
   // it times nothing on the GPU.
@@ -183,8 +186,9 @@ void time_baselines(json& timing, const Pair& pair, const EvalOptions& options, 
     json st = (*entry)["stats"];
     st["cached"] = cached;
     baselines[mode] = st;
-    const double bm = st.value("median_ms", 0.0);
-    if (bm > 0 && cs.median_ms > 0) speedup[mode] = bm / cs.median_ms;
+    const std::string& stat = options.protocol.timing.statistic;  // median (kbv) or mean (upstream)
+    const double bm = st.value(statistic_key(stat), 0.0), cm = statistic_ms(cs, stat);
+    if (bm > 0 && cm > 0) speedup[mode] = bm / cm;
     // Unpaired: the two sample sets resampled apart (a cached entry keeps its samples).
     std::vector<double> base_ms;
     if (entry->contains("samples_ms") && (*entry)["samples_ms"].is_array())

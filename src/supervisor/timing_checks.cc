@@ -171,9 +171,10 @@ void note_event_mismatches(Record& record, json& timing, const msg::TimeReply& c
     record.findings.push_back(make_finding(
         "timing_mismatch", "warn",
         fmt::format("in {} of {} timed calls the device finished up to {:.3f} ms after the events on the calling "
-                    "stream said (work on another stream or thread); the host clock around a full device "
-                    "synchronisation was used for those",
-                    cr.mismatches, cs.samples + cs.discarded, cr.max_mismatch_ms),
+                    "stream said (work on another stream or thread); {}",
+                    cr.mismatches, cs.samples + cs.discarded, cr.max_mismatch_ms,
+                    cr.sample_clock == "events" ? "the event times were kept, as upstream's loop keeps them"
+                                                : "the host clock around a full device synchronisation was used for those"),
         "cuda events vs host clock", "T1"));
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "measure/interval.h"
+#include "measure/statistic.h"
 #include "supervisor/timing_parts.h"
 #include "util/interrupt.h"
 
@@ -217,7 +218,7 @@ bool run_round(const PairedContext& c, PairedRounds& all, int r) {
 }
 
 // The baselines' pooled STATS, their speedups and paired intervals against the candidate's `cs`.
-void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs) {
+void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs, const std::string& statistic) {
   json baselines = json::object(), speedup = json::object(), ci = json::object();
   for (const auto& [mode, replies] : all.base_replies) {
     const Stats bs = pooled_stats(replies);
@@ -227,7 +228,8 @@ void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs) {
     if (all.base_others.count(mode)) st["host_other_cores"] = std::round(all.base_others[mode] * 100) / 100;
     if (all.base_parity.count(mode)) st.update(all.base_parity[mode]);
     baselines[mode] = st;
-    if (bs.median_ms > 0 && cs.median_ms > 0) speedup[mode] = bs.median_ms / cs.median_ms;
+    const double bm = statistic_ms(bs, statistic), cm = statistic_ms(cs, statistic);
+    if (bm > 0 && cm > 0) speedup[mode] = bm / cm;
     if (std::optional<SpeedupInterval> iv = paired_speedup_interval(all.paired[mode])) ci[mode] = {iv->low, iv->high};
   }
   timing["baselines"] = baselines;
@@ -273,7 +275,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
       timing["candidate"][k] = all.budget["candidate"][k];
   }
   all.checks.write(timing);
-  write_pooled_baselines(timing, all, cs);
+  write_pooled_baselines(timing, all, cs, tp.statistic);
   timing["pairs"] = all.done;
   note_host_busy(record, timing, all.cand_others);
   std::vector<std::string> cache_refused;
@@ -282,7 +284,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
   describe_run(timing, last);
   timing["sampling_s"] = all.sampling_s;
   record.timing = timing_from_json(timing);
-  set_runtime(record, cs, env);
+  set_runtime(record, cs, env, options.protocol.timing);
   release_both(options, reference, nullptr);
   reject_on_findings(record);
 }

@@ -117,7 +117,7 @@ void check_floor(Record& record, nlohmann::json& timing, const msg::TimeInputsRe
 // How sampling went, the clock, the flush and the hold, from the candidate's reply.
 void describe_run(nlohmann::json& timing, const msg::TimeReply& cr);
 // The record's runtime and runtime_stats (KernelBench's fields) from the candidate's STATS.
-void set_runtime(Record& record, const Stats& cs, const Environment& env);
+void set_runtime(Record& record, const Stats& cs, const Environment& env, const TimingProtocol& tp);
 // Ends the timing ops' state in the workers (their inputs and buffers).
 void release_both(const EvalOptions& options, WorkerProcess& reference, WorkerProcess* candidate);
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "measure/statistic.h"
 #include "record/trust.h"
 #include "supervisor/timing_parts.h"
 #include "util/clock.h"
@@ -20,7 +21,9 @@ std::string timing_summary(const Record& record) {
   const Timing& t = *record.timing;
   if (t.error) return "not timed: " + *t.error;
   const TimedStats c = t.candidate.value_or(TimedStats{});
-  std::string line = fmt::format("time {:.4g} ms (median of {}, rse {:.2f}%, {})", c.median_ms.value_or(0.0),
+  const std::string stat = runtime_statistic(record.runtime_stats);
+  std::string line = fmt::format("time {:.4g} ms ({} of {}, rse {:.2f}%, {})",
+                                 (stat == kStatisticMean ? c.mean_ms : c.median_ms).value_or(0.0), stat,
                                  c.samples.value_or(0), 100 * c.rse.value_or(0.0), t.method.value_or(""));
   if (std::string sp = speedups_text(t); !sp.empty()) line += "; speedup " + sp;
   if (t.pairs) line += fmt::format("; {} paired rounds", *t.pairs);
@@ -52,17 +55,10 @@ void describe_run(json& timing, const msg::TimeReply& cr) {
   timing["sync_overhead_ms"] = cr.sync_overhead_ms;
 }
 
-void set_runtime(Record& record, const Stats& cs, const Environment& env) {
+void set_runtime(Record& record, const Stats& cs, const Environment& env, const TimingProtocol& tp) {
   if (cs.samples <= 0) return;
-  record.runtime = cs.median_ms;
-  record.runtime_stats = {{"mean", cs.mean_ms},
-                          {"std", cs.std_ms},
-                          {"min", cs.min_ms},
-                          {"max", cs.max_ms},
-                          {"median", cs.median_ms},
-                          {"num_trials", cs.samples},
-                          {"hardware", env.device_name},
-                          {"device", env.device == "cuda" ? "cuda:0" : "cpu"}};
+  record.runtime = statistic_ms(cs, tp.statistic);  // the protocol's statistic: median (kbv) or mean
+  record.runtime_stats = runtime_stats_json(cs, tp, env.device_name, env.device == "cuda" ? "cuda:0" : "cpu");
 }
 
 void release_both(const EvalOptions& options, WorkerProcess& reference, WorkerProcess* candidate) {
@@ -129,7 +125,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   note_cache_refused(record, cache_refused);
   describe_run(timing, cr);
   record.timing = timing_from_json(timing);
-  set_runtime(record, cs, env);
+  set_runtime(record, cs, env, options.protocol.timing);
   release_both(options, reference, nullptr);
   reject_on_findings(record);
 }

@@ -84,6 +84,20 @@ void release_trial(ReferenceState& s) {
 
 namespace {
 
+// Upstream's _process_input_tensor on init inputs: every tensor `.to(dtype)` (integers and bools
+// included), anything else as it is. The cast values are what the reply carries, so ModelNew gets
+// the same ones.
+py::list cast_init_tensors(const py::list& init, at::ScalarType dtype) {
+  py::list cast;
+  for (auto item : init) {
+    if (THPVariable_Check(item.ptr()))
+      cast.append(wrap(THPVariable_Unpack(item.ptr()).to(dtype)));
+    else
+      cast.append(item);
+  }
+  return cast;
+}
+
 msg::LoadProblemReply load_problem(ReferenceState& s, const msg::LoadRequest& request) {
   Hosted& h = s.h;
   h.set_device(request.device);
@@ -136,6 +150,7 @@ msg::LoadProblemReply load_problem(ReferenceState& s, const msg::LoadRequest& re
   try {
     torch::manual_seed(request.seed);
     py::list init = h.module.attr("get_init_inputs")();
+    if (request.cast_init_inputs) init = cast_init_tensors(init, h.dtype);
     for (auto item : init) reply.init_inputs.push_back(to_wire(item, h.init_transfers, "get_init_inputs()"));
     std::vector<py::object> args;
     for (auto item : init) args.push_back(h.move_to_device(py::reinterpret_borrow<py::object>(item)));

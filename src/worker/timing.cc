@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -59,8 +60,10 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
                   const std::function<void()>& call, const std::function<void(int, int)>& after) {
   TimingRun run;
   run.method = "cuda-events+host-sync";
-  L2Flush flush(config.flush_bytes);
-  run.flush_bytes = flush.bytes();
+  std::optional<L2Flush> flush;
+  if (config.flush) flush.emplace(config.flush_bytes);
+  run.flush_bytes = flush ? flush->bytes() : 0;
+  run.events_sample = config.events_sample;
   const ClockProbe& nvml = ClockProbe::instance();
   run.clock_source = nvml.ok() ? "nvml" : "none";
   Event start, stop;
@@ -107,7 +110,10 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
   for (int sample = 0;; ++sample) {
     const int index = config.rule.warmup + sample;
     prepare(index);
-    flush.flush(sample);
+    if (flush)
+      flush->flush(sample);  // synchronises the device
+    else
+      check_cuda(cudaDeviceSynchronize(), "synchronising before a sample");  // prepare's copies done
     ClockReading before = nvml.read();
     cudaStream_t s = c10::cuda::getCurrentCUDAStream().stream();
     mark(config.on_start, index);
@@ -143,6 +149,7 @@ TimingRun run_gpu(const TimingConfig& config, const std::function<void(int)>& pr
       ++run.mismatches;
       run.max_mismatch_ms = std::max(run.max_mismatch_ms, d.ms - ev);
     }
+    if (config.events_sample) d.ms = ev;  // upstream's loop: elapsed_time of the two events
     if (before.known && before.sm_mhz > run.expected_mhz && !(before.reasons & kThrottleHwBits))
       run.expected_mhz = before.sm_mhz;
     for (const ClockReading* c : {&before, &after_clock})
@@ -182,8 +189,9 @@ TimingRun run_cpu(const TimingConfig& config, const std::function<void(int)>& pr
                   const std::function<void()>& call, const std::function<void(int, int)>& after) {
   TimingRun run;
   run.method = "steady-clock";
-  HostCacheFlush flush(config.flush_bytes);
-  run.flush_bytes = flush.bytes();
+  std::optional<HostCacheFlush> flush;
+  if (config.flush) flush.emplace(config.flush_bytes);
+  run.flush_bytes = flush ? flush->bytes() : 0;
   std::vector<double> empty;
   for (int i = 0; i < 30; ++i) {
     auto t0 = Clock::now();
@@ -202,7 +210,7 @@ TimingRun run_cpu(const TimingConfig& config, const std::function<void(int)>& pr
   for (int sample = 0;; ++sample) {
     const int index = config.rule.warmup + sample;
     prepare(index);
-    flush.flush(sample);
+    if (flush) flush->flush(sample);
     mark(config.on_start, index);
     auto t0 = Clock::now();
     call();
@@ -239,6 +247,7 @@ msg::TimeReply TimingRun::to_reply() const {
   r.clock_source = clock_source;
   r.throttled_kept = throttled_kept;
   r.flush_bytes = flush_bytes;
+  if (events_sample) r.sample_clock = "events";
   r.sampling_s = sampling_s;
   r.host_call_ms = host_call_ms;
   r.launch_hold_us = launch_hold_us;

@@ -23,6 +23,10 @@ struct TimingConfig {
   StopRule rule;
   uint64_t flush_bytes = 0;   // 0: default (measure.h)
   double launch_hold_us = 0;  // GPU: the hold before each start event (TimingProtocol::launch_hold_us)
+  bool flush = true;          // a cache flush before each sample (TimingProtocol::l2_flush)
+  // GPU: the sample is the cuda-event time even where the host clock disagrees (upstream's loop,
+  // TimingProtocol::loop); the disagreement is still counted in `mismatches`.
+  bool events_sample = false;
   // Called with the call's index just before each call's interval starts and just after it ends
   // (warm-up calls alike), outside the interval: the candidate's worker marks them on its reply
   // channel so that the supervisor's own clock bounds every sample (docs/TIMING.md).
@@ -46,7 +50,8 @@ struct TimingRun {
   uint64_t reasons_seen = 0;          // every NVML clocks-event reason bit seen around the samples
   std::string clock_source = "none";  // "nvml" or "none"
   int throttled_kept = 0;             // throttled samples kept after max_discards
-  uint64_t flush_bytes = 0;
+  uint64_t flush_bytes = 0;           // 0: no flush
+  bool events_sample = false;         // the samples are the cuda-event times (TimingConfig::events_sample)
   double sampling_s = 0;              // wall time of the sampling phase
   // GPU: median host time from the start event's record to the call's return. The device waits
   // for the first launch, so this much of the interval can be the host's (-1 on the CPU, where

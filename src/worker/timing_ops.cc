@@ -49,6 +49,8 @@ msg::TimeReply time_callable(const Hosted& h, TimingInputs& t, py::object fn, co
   config.flush_bytes = settings.flush_bytes;
   config.launch_hold_us = settings.launch_hold_us;
   config.rule = settings.rule;
+  config.flush = settings.l2_flush;
+  config.events_sample = settings.upstream_loop;
   // CPU thread parity: the supervisor pinned this process to the budget's CPUs; ATen's intra-op
   // pool runs as many threads (docs/TIMING.md "Thread parity").
   if (!config.cuda && settings.threads > 0 && at::get_num_threads() != settings.threads)
@@ -59,7 +61,13 @@ msg::TimeReply time_callable(const Hosted& h, TimingInputs& t, py::object fn, co
   }
   py::object last;
   TimingRun run = run_timing(
-      config, [&](int index) { prepare ? prepare(index) : t.sets.load(index); },
+      config,
+      [&](int index) {
+        if (prepare)
+          prepare(index);
+        else if (!settings.upstream_loop)  // upstream's reloads nothing: the buffers as the last call left them
+          t.sets.load(index);
+      },
       [&]() {
         try {
           at::NoGradGuard no_grad;

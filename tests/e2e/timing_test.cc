@@ -99,6 +99,10 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   EXPECT_DOUBLE_EQ(r["runtime"].get<double>(), t["candidate"]["median_ms"].get<double>());
   for (const char* k : {"mean", "std", "min", "max", "num_trials", "hardware", "device", "median"})
     EXPECT_TRUE(r["runtime_stats"].contains(k)) << k;
+  // kbv's protocol keeps its median, its cache flush and its stopping rule (docs/PROTOCOLS.md).
+  EXPECT_EQ(r["runtime_stats"]["statistic"], "median");
+  EXPECT_GT(t["flush_bytes"].get<uint64_t>(), 0u) << t.dump(1).substr(0, 2000);
+  EXPECT_NE(t["stop"], "calls");
   EXPECT_EQ(r["protocol"]["timing"]["rule"]["time_cap_s"], 0.3);
   // The launch hold is part of the protocol, but a GPU kernel: the CPU engine holds nothing.
   EXPECT_EQ(r["protocol"]["timing"]["launch_hold_us"].get<double>(), kbv::kDefaultLaunchHoldUs) << r["protocol"].dump();
@@ -130,6 +134,51 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
     EXPECT_EQ(t["baselines"][mode]["cached"], false) << "paired baselines are measured, never cached";
   }
   EXPECT_NE(o.output.find(" paired rounds"), std::string::npos) << o.output;
+}
+
+// Under --protocol kernelbench-verified the engine times as upstream's time_execution_with_cuda_event
+// does (here the CPU's steady clock): 3 warm-ups, exactly 100 calls on the same inputs, no cache
+// flush, every call kept; `runtime` is their mean and the speedups ratios of means.
+TEST(Timing, VerifiedProtocolRecordsTheMeanOfAHundredUnflushedCalls) {
+  Outcome o = eval("examples/level1/19_ReLU/cpu_honest.py", "cpu", {"--protocol", "kernelbench-verified"},
+                   "problems/level1/19_ReLU.py", "-verified");
+  ASSERT_EQ(o.code, 0) << o.output;
+  const json& r = o.record;
+  ASSERT_EQ(r["verdict"], "correct") << r.dump(1).substr(0, 4000);
+  ASSERT_TRUE(r.contains("timing")) << r.dump(1).substr(0, 4000);
+  const json& t = r["timing"];
+  EXPECT_EQ(t["candidate"]["samples"], 100) << t.dump(1).substr(0, 4000);
+  EXPECT_EQ(t["candidate"]["discarded"], 0);
+  EXPECT_EQ(t["stop"], "calls");
+  EXPECT_EQ(t["flush_bytes"], 0) << "no cache flush between calls";
+  EXPECT_EQ(t["input_sets"], 1) << "the same inputs every call";
+  EXPECT_FALSE(t.contains("pairs"));
+  EXPECT_DOUBLE_EQ(r["runtime"].get<double>(), t["candidate"]["mean_ms"].get<double>());
+  EXPECT_EQ(r["runtime_stats"]["statistic"], "mean");
+  EXPECT_EQ(r["runtime_stats"]["num_trials"], 100);
+  EXPECT_DOUBLE_EQ(r["runtime_stats"]["mean"].get<double>(), r["runtime"].get<double>());
+  EXPECT_NE(r["runtime_stats"]["loop"].get<std::string>().find("mean of 100 calls after 3 warm-ups"),
+            std::string::npos)
+      << r["runtime_stats"].dump();
+  EXPECT_NE(r["runtime_stats"]["loop"].get<std::string>().find("upstream's loop"), std::string::npos);
+  const json& pt = r["protocol"]["timing"];
+  EXPECT_EQ(pt["statistic"], "mean");
+  EXPECT_EQ(pt["l2_flush"], false);
+  EXPECT_EQ(pt["loop"], "upstream");
+  EXPECT_EQ(pt["rule"]["calls"], 100);
+  EXPECT_EQ(pt["rule"]["warmup"], 3);
+  EXPECT_EQ(r["protocol"]["cast_init_inputs"], true);
+  // The supervisor's checks saw every call: 3 warm-ups and 100 timed ones, each bounded.
+  EXPECT_TRUE(t["wall_check"]["ok"].get<bool>()) << t["wall_check"].dump();
+  EXPECT_EQ(t["call_bound"]["checked"].get<int>(), 100) << t["call_bound"].dump();
+  for (const char* mode : {"tf32", "fp32"}) {
+    const json& b = t["baselines"][mode];
+    EXPECT_EQ(b["samples"], 100) << mode << ": the baselines are timed by the same loop";
+    EXPECT_NEAR(t["speedup"][mode].get<double>(), b["mean_ms"].get<double>() / t["candidate"]["mean_ms"].get<double>(),
+                1e-9)
+        << mode;
+  }
+  EXPECT_NE(o.output.find("(mean of 100"), std::string::npos) << o.output;
 }
 
 TEST(Timing, OffLeavesTheRecordUntimed) {

@@ -57,4 +57,44 @@ TEST(WorkerProtocol, MalformedRequestsGetAFailedReplyAndTheWorkerKeepsServing) {
   w->stop();
 }
 
+// Protocol::cast_init_inputs: the reference casts every get_init_inputs() tensor to the precision's
+// dtype (integers and bools included, other values as they are) before Model is built, as
+// upstream's _process_input_tensor does, and hands the candidate the cast values; without it the
+// init inputs are passed as drawn.
+TEST(WorkerProtocol, InitInputsAreCastWhereTheProtocolSaysSo) {
+  const std::string code =
+      "import torch\n"
+      "class Model(torch.nn.Module):\n"
+      "    def __init__(self, idx, scale, flag):\n"
+      "        super().__init__()\n"
+      "        self.register_buffer('idx', idx.float() * scale + flag.float().sum())\n"
+      "    def forward(self, x):\n"
+      "        return x + self.idx.sum()\n"
+      "def get_inputs():\n"
+      "    return [torch.rand(4)]\n"
+      "def get_init_inputs():\n"
+      "    return [torch.arange(3), 2.5, torch.tensor([True, False])]\n";
+  for (const bool cast : {false, true}) {
+    kbv::WorkerConfig config = kbv::default_worker_config("");
+    config.log_dir = kbv::e2e::scratch_dir("worker_protocol", cast ? "cast" : "as-drawn");
+    std::string error;
+    auto w = kbv::WorkerProcess::start("reference", config, {}, error);
+    ASSERT_TRUE(w) << error;
+    kbv::msg::LoadRequest load;
+    load.path = "/tmp/kbv_init_cast_problem.py";
+    load.code = code;
+    load.cast_init_inputs = cast;
+    kbv::Reply r = w->call(kbv::msg::to_json(load), milliseconds(120000));
+    std::optional<kbv::msg::LoadProblemReply> loaded = kbv::reply_as<kbv::msg::LoadProblemReply>(r);
+    ASSERT_TRUE(loaded) << r.detail << r.body.dump();
+    const json& init = loaded->init_inputs;
+    ASSERT_EQ(init.size(), 3u) << init.dump();
+    EXPECT_EQ(init[0]["dtype"], cast ? "float32" : "int64") << init.dump();
+    EXPECT_EQ(init[1]["kind"], "value") << "a Python float is not a tensor: as it is";
+    EXPECT_EQ(init[1]["value"], 2.5);
+    EXPECT_EQ(init[2]["dtype"], cast ? "float32" : "bool") << init.dump();
+    w->stop();
+  }
+}
+
 }  // namespace

@@ -1,0 +1,49 @@
+#include "measure/statistic.h"
+
+#include <fmt/format.h>
+
+namespace kbv {
+
+double statistic_ms(const Stats& s, const std::string& statistic) {
+  return statistic == kStatisticMean ? s.mean_ms : s.median_ms;
+}
+
+const char* statistic_key(const std::string& statistic) {
+  return statistic == kStatisticMean ? "mean_ms" : "median_ms";
+}
+
+std::string loop_description(const TimingProtocol& t) {
+  const std::string what = t.statistic == kStatisticMean ? kStatisticMean : kStatisticMedian;
+  const std::string calls = t.rule.calls > 0 ? fmt::format("{} calls", t.rule.calls)
+                                             : std::string("the calls kbv's stopping rule took");
+  const std::string inputs = t.fresh ? "a fresh draw each call" : t.sets == 1 ? "the same inputs each call"
+                                                                             : fmt::format("{} input sets", t.sets);
+  const std::string flush = t.l2_flush ? "a cache flush before each call" : "no cache flush";
+  const std::string loop =
+      t.loop == kLoopUpstream
+          ? "upstream's loop: cuda-event times on the GPU, the inputs not reloaded between calls"
+          : "kbv's loop: on the GPU the host clock where it disagrees with the events";
+  return fmt::format("{} of {} after {} warm-ups, {}, {} ({})", what, calls, t.rule.warmup, inputs, flush, loop);
+}
+
+nlohmann::json runtime_stats_json(const Stats& s, const TimingProtocol& t, const std::string& hardware,
+                                  const std::string& device) {
+  return {{"mean", s.mean_ms},
+          {"std", s.std_ms},
+          {"min", s.min_ms},
+          {"max", s.max_ms},
+          {"median", s.median_ms},
+          {"num_trials", s.samples},
+          {"hardware", hardware},
+          {"device", device},
+          {"statistic", t.statistic == kStatisticMean ? kStatisticMean : kStatisticMedian},
+          {"loop", loop_description(t)}};
+}
+
+std::string runtime_statistic(const nlohmann::json& runtime_stats) {
+  if (runtime_stats.is_object() && runtime_stats.contains("statistic") && runtime_stats["statistic"] == kStatisticMean)
+    return kStatisticMean;
+  return kStatisticMedian;
+}
+
+}  // namespace kbv
