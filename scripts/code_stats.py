@@ -2,8 +2,12 @@
 """Size figures of src/ for issue 23's closing note: the largest files, the longest functions
 (a brace-matching scan of each .cc file, strings and comments left out: a function is a `{...}`
 at namespace or class level whose head has a parameter list), and the files outside src/cli/ and
-src/worker/ that print to the terminal (scripts/check_layout.py's rule).
-Usage: scripts/code_stats.py [--root DIR] [--under SUBDIR] [--top N]
+src/worker/ that print to the terminal (scripts/check_layout.py's rule), and the places that
+spell a record key: a key the typed record writes (the string literals of `--keys-from`'s JSON,
+src/record/record.cc by default) used as a JSON key (`["k"]`, `.value("k"`, `.contains("k"`,
+`{"k",`) in a file outside src/record/ and src/proto/ (a lexical count: a message field that shares
+a record key's name counts too, so it is an upper bound).
+Usage: scripts/code_stats.py [--root DIR] [--under SUBDIR] [--top N] [--keys-from FILE]
 """
 import argparse
 import re
@@ -50,13 +54,28 @@ def functions(text):
     return found
 
 
+def json_keys(text):
+    """The record's keys: the names record.cc's field table visits (`v.always("k"`, `v.opt("k"`, ...)."""
+    return set(re.findall(r'\bv\.[a-z_]+\(\s*"([A-Za-z_][A-Za-z0-9_]*)"', text))
+
+
+def key_uses(text, keys):
+    """How many times `text` uses one of `keys` as a JSON key."""
+    return sum(1 for k in re.findall(r'(?:\[|\.value\(|\.contains\(|\.find\(|\{)\s*"([A-Za-z_][A-Za-z0-9_]*)"', text)
+               if k in keys)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=str(Path(__file__).resolve().parent.parent))
     ap.add_argument("--under", default="src", help="the folder to measure, relative to the root")
     ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--keys-from", default=str(Path(__file__).resolve().parent.parent / "src/record/record.cc"),
+                    help="the file whose JSON keys are the record's (default: this tree's src/record/record.cc)")
     a = ap.parse_args()
     root = Path(a.root)
+    keys = json_keys(Path(a.keys_from).read_text())
+    key_sites, key_files = 0, 0
     files = sorted(p for p in (root / a.under).rglob("*") if p.is_file() and p.suffix in SOURCES)
     if not files:
         print(f"no source files under {root / a.under}", file=sys.stderr)
@@ -70,6 +89,10 @@ def main():
         room = p.relative_to(root / "src").parts[0] if (root / "src") in p.parents else ""
         if room not in MAY_PRINT and printing_lines(text):
             printing.append(rel)
+        if room not in ("record", "proto"):
+            n = key_uses(STRING_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else "", text), keys)
+            key_sites += n
+            key_files += n > 0
     print(f"largest files under {a.under} (lines):")
     for n, rel in sorted(sizes, reverse=True)[: a.top]:
         print(f"  {n:6d}  {rel}")
@@ -79,6 +102,8 @@ def main():
     print(f"files under {a.under} that print to the terminal, outside src/cli and src/worker: {len(printing)}")
     for rel in printing:
         print(f"  {rel}")
+    print(f"record keys ({len(keys)} from {Path(a.keys_from).name}) spelled as JSON keys outside src/record and "
+          f"src/proto: {key_sites} places in {key_files} files")
     return 0
 
 
