@@ -24,6 +24,14 @@ fs::path default_cache_dir() {
   return fs::temp_directory_path() / "kbv-cache";
 }
 
+fs::path cache_dir_of(const std::string& flag) {
+  // Absolute: the fast build's compiler wrapper and the sandbox's binds name it from other folders.
+  fs::path dir = flag.empty() ? default_cache_dir() : fs::path(flag);
+  std::error_code ec;
+  fs::path absolute = fs::absolute(dir, ec);
+  return ec ? dir : absolute.lexically_normal();
+}
+
 CommonFlags::CommonFlags() {
   for (const auto& opt : kbv::eval_option_table()) values[opt.name] = opt.fill;
 }
@@ -118,7 +126,7 @@ kbv::EvalOptions CommonFlags::options() const {
   std::string error;
   nlohmann::json c = canonical_options(error);
   if (c.is_object()) kbv::apply_eval_options(c, o);
-  o.cache_dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
+  o.cache_dir = cache_dir_of(cache_dir);
   o.worker = kbv::default_worker_config(python);
   o.worker.log_dir = o.cache_dir / "logs";
   o.worker.sandbox = *kbv::sandbox::parse_mode(sandbox);

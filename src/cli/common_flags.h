@@ -40,6 +40,8 @@ struct CommonFlags {
 
 // KBV_CACHE_DIR, else $XDG_CACHE_HOME/kbv, else ~/.cache/kbv.
 std::filesystem::path default_cache_dir();
+// --cache-dir's folder, made absolute (empty: default_cache_dir()).
+std::filesystem::path cache_dir_of(const std::string& flag);
 
 // --sandbox before anything runs: strict refuses when a layer cannot be applied here; best-effort
 // says what it runs without. False: refused (the message is printed).

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/common_flags.h"
 #include "cli/output.h"
 #include "cli/parse.h"
 #include "service/serve.h"
@@ -14,14 +15,6 @@ namespace kbv::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-// As `kbv eval`'s default (main.cc): KBV_CACHE_DIR, XDG_CACHE_HOME/kbv, ~/.cache/kbv.
-fs::path default_cache_dir() {
-  if (const char* d = std::getenv("KBV_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "kbv";
-  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "kbv";
-  return fs::temp_directory_path() / "kbv-cache";
-}
 
 struct Flags {
   service::ServeOptions serve;
@@ -100,7 +93,7 @@ std::unique_ptr<ServeCommand> add_serve_command(CLI::App& app) {
     }
     o.eval.device = f->device;
     o.eval.timeouts = f->timeouts;
-    o.eval.cache_dir = f->cache_dir.empty() ? default_cache_dir() : fs::path(f->cache_dir);
+    o.eval.cache_dir = cache_dir_of(f->cache_dir);
     o.eval.worker = default_worker_config(f->python);
     o.eval.worker.log_dir = o.eval.cache_dir / "logs";
     o.eval.worker.sandbox = *sandbox::parse_mode(f->sandbox);

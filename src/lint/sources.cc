@@ -399,6 +399,16 @@ Args call_args(const PyFacts& f, const PyCall& c) {
   return a;
 }
 
+// The values `v` stands for: each item of a list, else `v` itself.
+std::vector<const Value*> items_of(const Value& v) {
+  std::vector<const Value*> items;
+  if (v.kind == Value::List)
+    for (const auto& i : v.items) items.push_back(&i);
+  else
+    items.push_back(&v);
+  return items;
+}
+
 }  // namespace
 
 RecoveredSources recover_sources(const PyFacts& f, const std::string& file, const fs::path& base_dir,
@@ -420,12 +430,7 @@ RecoveredSources recover_sources(const PyFacts& f, const std::string& file, cons
   };
   // Adds the string(s) of `v` as C++ units; says what could not be resolved.
   auto add_units = [&](const Value& v, const std::string& origin, const std::string& what, int line) {
-    std::vector<const Value*> items;
-    if (v.kind == Value::List)
-      for (const auto& i : v.items) items.push_back(&i);
-    else
-      items.push_back(&v);
-    for (const Value* i : items) {
+    for (const Value* i : items_of(v)) {
       if (i->kind == Value::Str) {
         CppUnit u;
         u.origin = origin;
@@ -493,12 +498,7 @@ RecoveredSources recover_sources(const PyFacts& f, const std::string& file, cons
           unresolved(fmt::format("sources of the load call"), c.line, "is missing: the C++/CUDA rules could not read it");
         } else {
           Value v = ev.expr(r->first, r->second, s, 0);
-          std::vector<const Value*> items;
-          if (v.kind == Value::List)
-            for (const auto& i : v.items) items.push_back(&i);
-          else
-            items.push_back(&v);
-          for (const Value* i : items) {
+          for (const Value* i : items_of(v)) {
             if (i->kind != Value::Str || i->partial) {
               unresolved(fmt::format("a source file of the load call at line {}", c.line + line_offset), c.line,
                          fmt::format("is named at runtime ({}): the C++/CUDA rules could not read it",

@@ -95,6 +95,18 @@ std::string svg_open(const std::string& id, const std::string& label, double hei
                      esc(label), kPanelW, height);
 }
 
+// A panel of the runs-overlaid plots: its svg opened with its title over the frame; `empty`
+// gets the closed panel saying nothing was timed when the plot has no value to draw.
+std::string overlay_panel(const std::string& id, const std::string& label, const std::string& title, bool empty) {
+  std::string out = svg_open(id, label);
+  out += fmt::format("<text x=\"{}\" y=\"18\" class=\"ptitle\">{}</text>", kLeft, title);
+  if (!empty) return out;
+  const Frame f{kLeft, kPanelW - kLeft - kRight, kTop, kPanelH - kTop - kBottom};
+  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", f.x0, f.y0, f.w, f.h);
+  return out + fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">no correct sample was timed</text></svg>\n",
+                           f.x0 + f.w / 2, f.y0 + f.h / 2);
+}
+
 std::string sample_label(const SampleView& v) {
   return fmt::format("L{} {} s{}", v.level, v.problem.empty() ? std::to_string(v.problem_id) : v.problem, v.sample_id);
 }
@@ -319,16 +331,10 @@ std::string fast_p_svg(const ReportInput& input) {
     if (speeds.back().slots > 0)
       top = std::max(top, static_cast<double>(speeds.back().log2v.size()) / speeds.back().slots);
   }
-  std::string out = svg_open("fast-p", "fast_p against the threshold p, one line per run");
-  out += fmt::format("<text x=\"{}\" y=\"18\" class=\"ptitle\">fast_p: correct and faster than p× (share of all "
-                     "samples)</text>",
-                     kLeft);
+  std::string out = overlay_panel("fast-p", "fast_p against the threshold p, one line per run",
+                                  "fast_p: correct and faster than p× (share of all samples)", all.empty());
+  if (all.empty()) return out;
   const Frame f{kLeft, kPanelW - kLeft - kRight, kTop, kPanelH - kTop - kBottom};
-  if (all.empty()) {
-    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", f.x0, f.y0, f.w, f.h);
-    return out + fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">no correct sample was timed</text></svg>\n",
-                             f.x0 + f.w / 2, f.y0 + f.h / 2);
-  }
   const LogAxis a = log_axis(all);
   top = nice_share(top);
   auto px = [&](double e) { return f.x0 + f.w * (std::clamp(e, double(a.lo), double(a.hi)) - a.lo) / (a.hi - a.lo); };
@@ -376,16 +382,10 @@ std::string overlay_svg(const ReportInput& input) {
     speeds.push_back(run_speeds(run));
     all.insert(all.end(), speeds.back().log2v.begin(), speeds.back().log2v.end());
   }
-  std::string out = svg_open("speedup-overlay", "speedup distributions of the runs overlaid");
-  out += fmt::format("<text x=\"{}\" y=\"18\" class=\"ptitle\">speedup distributions (share of each run's "
-                     "samples)</text>",
-                     kLeft);
+  std::string out = overlay_panel("speedup-overlay", "speedup distributions of the runs overlaid",
+                                  "speedup distributions (share of each run's samples)", all.empty());
+  if (all.empty()) return out;
   const Frame f{kLeft, kPanelW - kLeft - kRight, kTop, kPanelH - kTop - kBottom};
-  if (all.empty()) {
-    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>", f.x0, f.y0, f.w, f.h);
-    return out + fmt::format("<text x=\"{}\" y=\"{}\" class=\"empty\">no correct sample was timed</text></svg>\n",
-                             f.x0 + f.w / 2, f.y0 + f.h / 2);
-  }
   const Bins b = bins_for(log_axis(all));
   const int slots = b.inner + 2;
   const double under_w = b.axis.under ? f.w / slots : 0, over_w = b.axis.over ? f.w / slots : 0;
