@@ -46,6 +46,32 @@ int enter_namespace(Layer layer) {
   return ::unshare(flag) == 0 ? 0 : errno;
 }
 
+namespace {
+
+// A mount point made where a bind above hid it (its folders, then the folder or an empty file);
+// what exists already is left as it is. No allocation: it runs between fork and exec.
+int make_mount_point(const char* target, bool directory) {
+  char path[4096];
+  size_t len = std::strlen(target);
+  if (len >= sizeof path) return ENAMETOOLONG;
+  std::memcpy(path, target, len + 1);
+  for (size_t k = 1; k < len; ++k)
+    if (path[k] == '/') {
+      path[k] = '\0';
+      ::mkdir(path, 0755);
+      path[k] = '/';
+    }
+  if (directory) {
+    ::mkdir(path, 0755);
+  } else {
+    int fd = ::open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd >= 0) ::close(fd);
+  }
+  return 0;
+}
+
+}  // namespace
+
 // The mount view: nothing propagates back to the host; the writable folders bound first (scratch on
 // /tmp, the build folder on /tmp/kbv-ext, the shared-memory folder on /dev/shm); then every other
 // mount of the host remounted read-only (nosuid/nodev/noexec kept); then a /proc of the new PID
@@ -67,28 +93,15 @@ int setup_mounts(const Plan& plan, bool proc) {
   for (size_t i = 0; i < count; ++i) {
     if (i == binds) {
       // The folders uid 65534 cannot search: an empty tmpfs on each, the needed paths made in it.
-      for (const std::string& t : plan.tmpfs_over)
+      for (const std::string& t : plan.tmpfs_over) {
+        // Under a bound folder (a cache inside /tmp, where the scratch is now) the point is made first.
+        if (int e = make_mount_point(t.c_str(), true); e != 0) return e;
         if (::mount("tmpfs", t.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) return errno;
-    }
-    const Bind& b = i < binds ? plan.binds[i] : plan.reveals[i - binds];
-    if (i >= binds) {
-      char path[4096];
-      size_t len = b.target.size();
-      if (len >= sizeof path) return ENAMETOOLONG;
-      std::memcpy(path, b.target.c_str(), len + 1);
-      for (size_t k = 1; k < len; ++k)
-        if (path[k] == '/') {
-          path[k] = '\0';
-          ::mkdir(path, 0755);
-          path[k] = '/';
-        }
-      if (b.directory) {
-        ::mkdir(path, 0755);
-      } else {
-        int fd = ::open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-        if (fd >= 0) ::close(fd);
       }
     }
+    const Bind& b = i < binds ? plan.binds[i] : plan.reveals[i - binds];
+    if (i >= binds)
+      if (int e = make_mount_point(b.target.c_str(), b.directory); e != 0) return e;
     char via[32] = "/proc/self/fd/";
     char digits[12];
     int n = 0;
@@ -106,8 +119,10 @@ int setup_mounts(const Plan& plan, bool proc) {
       return errno;
   }
   if (count == binds)
-    for (const std::string& t : plan.tmpfs_over)
+    for (const std::string& t : plan.tmpfs_over) {
+      if (int e = make_mount_point(t.c_str(), true); e != 0) return e;
       if (::mount("tmpfs", t.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) return errno;
+    }
   for (const std::string& t : plan.tmpfs_over)
     if (::mount(nullptr, t.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0)
       return errno;

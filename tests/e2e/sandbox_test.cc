@@ -362,4 +362,18 @@ TEST(Sandbox, StrictRefusesWhenALayerIsUnavailable) {
   EXPECT_EQ(best.record["sandbox"]["layers"]["seccomp"], "applied");
 }
 
+// A cache inside a folder only its owner may enter, under /tmp (as `mktemp -d` makes): the worker's
+// scratch is bound on /tmp and the folder is covered for uid 65534, so the mount points are made
+// in the new view before the cover and the reveals go on. It failed before ("the mount_namespace
+// layer failed: No such file or directory", reported as the host's failure).
+TEST(Sandbox, ACacheInsideAPrivateFolderUnderTmpIsReachable) {
+  char tmpl[] = "/tmp/kbv-e2e-private-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path dir = tmpl;  // mode 0700
+  Outcome o = eval_attack("proc.py", "strict", dir, {{"KBV_CACHE_DIR", (dir / "rel" / "cache").string()}});
+  expect_contained(o);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 }  // namespace
