@@ -101,6 +101,15 @@ void check_call_counts(Record& record, json& timing, const CandidateRun& run, co
                     "forged",
                     reported, run.log.calls),
         "timing.call_bound", "T14"));
+  // A protocol that fixes the timed calls (kernelbench-verified: 100) stops at exactly that many kept
+  // samples (measure.cc should_stop): fewer or more is a loop the candidate cut short or padded.
+  if (tp.rule.calls > 0 && cs.samples != tp.rule.calls)
+    record.findings.push_back(make_finding(
+        "timing_mismatch", reject,
+        fmt::format("the protocol fixes {} timed calls but the candidate worker reported {}: the reported calls are "
+                    "forged",
+                    tp.rule.calls, cs.samples),
+        "timing.rule.calls", "T14"));
   if (fresh) timing["draws"] = run.log.draws;
   // The samples cannot add up to more than the supervisor saw the whole request take.
   const msg::TimeReply& cr = *run.timed;
