@@ -38,6 +38,10 @@ struct CommonFlags {
   kbv::EvalOptions options() const;
 };
 
+// The flags a host decides for itself (kbv worker's, kbv serve's), never a queued job's options:
+// kbv eval --queue refuses them and a job that names one is refused.
+inline constexpr const char* kHostFlags[] = {"python", "cache-dir", "sandbox", "warm-workers"};
+
 // KBV_CACHE_DIR, else $XDG_CACHE_HOME/kbv, else ~/.cache/kbv.
 std::filesystem::path default_cache_dir();
 // --cache-dir's folder, made absolute (empty: default_cache_dir()).

@@ -56,7 +56,7 @@ int eval_one(const CommonFlags& flags, const std::string& problem, const std::st
     std::fprintf(stderr, "kbv: interrupted; nothing recorded\n");
     return 130;
   }
-  if (record.verdict == kbv::Verdict::harness_error) {  // the host's failure, not a verdict on the candidate
+  if (!record.judges_candidate()) {  // harness_error: the host's failure, not a verdict on the candidate
     std::fprintf(stderr, "kbv: %s (the host failed, not the candidate); nothing recorded\n", record.message.c_str());
     return kExitInternal;
   }
@@ -94,10 +94,12 @@ struct EvalState {
 // `kbv eval --problems DIR --run DIR --queue URL`: the samples become jobs, kbv workers evaluate
 // them; the options that travel are the evaluation's (the table's), never the host's.
 int run_through_queue(const EvalState& s, kbv::RunOptions ro) {
-  for (const char* host : {"python", "cache-dir", "sandbox", "warm-workers", "gpus", "build-jobs"}) {
-    if (s.app->get_option(std::string("--") + host)->count() == 0) continue;
+  std::vector<std::string> host_flags(std::begin(kHostFlags), std::end(kHostFlags));
+  host_flags.insert(host_flags.end(), {"gpus", "build-jobs"});  // this host's own run of the folder
+  for (const std::string& host : host_flags) {
+    if (s.app->get_option("--" + host)->count() == 0) continue;
     std::fprintf(stderr, "kbv eval: --%s is decided by the kbv workers that evaluate queued jobs (kbv worker --help), "
-                         "not by kbv eval --queue\n", host);
+                         "not by kbv eval --queue\n", host.c_str());
     return kExitUsage;
   }
   kbv::QueueRunOptions qo;

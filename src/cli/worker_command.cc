@@ -2,12 +2,14 @@
 // the job in flight).
 #include "cli/worker_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "cli/common_flags.h"
 #include "cli/output.h"
 #include "cli/parse.h"
 #include "queue/worker_loop.h"
@@ -42,7 +44,7 @@ std::optional<std::vector<std::string>> job_option_args(const nlohmann::json& op
       error = fmt::format("'{}' is not a flag name (give it without dashes)", key);
       return std::nullopt;
     }
-    if (flag == "python" || flag == "cache-dir" || flag == "sandbox" || flag == "warm-workers") {
+    if (std::find(std::begin(kHostFlags), std::end(kHostFlags), flag) != std::end(kHostFlags)) {
       error = fmt::format("'{}' is decided by the worker's host (kbv worker --{}), not by a job", key, flag);
       return std::nullopt;
     }
@@ -226,7 +228,7 @@ int eval_through_queue(const CLI::App& eval, const nlohmann::json& options, cons
   const std::string prefix = "kbv eval";
   Notify notify = printer(prefix);
   // The evaluation's options travel canonical (`options`); the flags of the evaluating host do not.
-  for (const char* name : {"python", "cache-dir", "sandbox", "warm-workers"}) {
+  for (const char* name : kHostFlags) {
     if (eval.get_option(std::string("--") + name)->count() == 0) continue;
     return finish(prefix, Outcome::fail(Status::input_error,
                                         fmt::format("--{} is decided by the kbv worker that evaluates a queued job "

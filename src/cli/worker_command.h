@@ -41,7 +41,7 @@ std::unique_ptr<WorkerCommand> add_worker_command(CLI::App& app, WorkerHooks hoo
 // A job's options object -> "--name=value" arguments for kbv eval's parser: keys are flag names
 // without dashes ("trials", "time_cap" or "time-cap"), values strings, numbers, true/false
 // ("on"/"off") or lists (joined with commas). nullopt with the reason for anything else, and for
-// the keys the worker's host decides (python, cache_dir, sandbox).
+// the keys the worker's host decides (kHostFlags, cli/common_flags.h).
 std::optional<std::vector<std::string>> job_option_args(const nlohmann::json& options, std::string& error);
 
 // `kbv eval --problem P --solution S --queue URL`: `options` (the canonical options of `eval`'s

@@ -157,7 +157,7 @@ queue::ExecResult QueueJobRunner::run(const queue::Job& job) {
   const auto before = fetched.empty() ? std::map<fs::path, fs::file_time_type>() : object_times(fetched);
   Record record = evaluate_pair(pair, *options, env, reference_);
   if (interrupted() || record.verdict == Verdict::interrupted) return {Kind::interrupted, {}, ""};
-  if (record.verdict == Verdict::harness_error) return host_failed(record);
+  if (!record.judges_candidate()) return host_failed(record);  // harness_error: never stored
   if (record.build && !record.build->cached) ++handoff_.compiled;
   if (!fetched.empty() && object_times(fetched) != before) {
     // torch's ninja saw other build commands than the build host's: the paths in them differ.
@@ -197,7 +197,7 @@ queue::ExecResult QueueJobRunner::build_stage(const Pair& pair, const EvalOption
   auto record_of = [&](const BuildResult* built) -> queue::ExecResult {
     Record record = evaluate_pair(pair, options, env, reference_, built, &prepared);
     if (interrupted() || record.verdict == Verdict::interrupted) return {Kind::interrupted, {}, ""};
-    if (record.verdict == Verdict::harness_error) return host_failed(record);
+    if (!record.judges_candidate()) return host_failed(record);  // harness_error: never stored
     return {Kind::done, to_json(record), ""};
   };
   if (!prepared.solution.ok || prepared.lint.rejected()) return record_of(nullptr);
