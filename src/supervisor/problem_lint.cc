@@ -341,6 +341,7 @@ ProblemLintResult lint_problems(const ProblemLintOptions& opt, const Notify& not
   std::optional<Environment> env = probe_environment(eval, error, &idle);
   if (!env) return {Outcome::fail(Status::input_error, error), {}};
   eval.device = env->device;
+  eval.cpu = resolve_cpu_budget(eval);
   ProblemLintOptions o = opt;
   o.eval = eval;
 
