@@ -4,6 +4,15 @@
 
 namespace kbv {
 
+namespace {
+
+// The protocol's statistic by its name: "mean", or "median" for anything else (kbv's default).
+const char* statistic_name(const TimingProtocol& t) {
+  return t.statistic == kStatisticMean ? kStatisticMean : kStatisticMedian;
+}
+
+}  // namespace
+
 double statistic_ms(const Stats& s, const std::string& statistic) {
   return statistic == kStatisticMean ? s.mean_ms : s.median_ms;
 }
@@ -13,7 +22,6 @@ const char* statistic_key(const std::string& statistic) {
 }
 
 std::string loop_description(const TimingProtocol& t) {
-  const std::string what = t.statistic == kStatisticMean ? kStatisticMean : kStatisticMedian;
   const std::string calls = t.rule.calls > 0 ? fmt::format("{} calls", t.rule.calls)
                                              : std::string("the calls kbv's stopping rule took");
   const std::string inputs = t.fresh ? "a fresh draw each call" : t.sets == 1 ? "the same inputs each call"
@@ -23,7 +31,7 @@ std::string loop_description(const TimingProtocol& t) {
       t.loop == kLoopUpstream
           ? "upstream's loop: cuda-event times on the GPU, the inputs not reloaded between calls"
           : "kbv's loop: on the GPU the host clock where it disagrees with the events";
-  return fmt::format("{} of {} after {} warm-ups, {}, {} ({})", what, calls, t.rule.warmup, inputs, flush, loop);
+  return fmt::format("{} of {} after {} warm-ups, {}, {} ({})", statistic_name(t), calls, t.rule.warmup, inputs, flush, loop);
 }
 
 nlohmann::json runtime_stats_json(const Stats& s, const TimingProtocol& t, const std::string& hardware,
@@ -36,7 +44,7 @@ nlohmann::json runtime_stats_json(const Stats& s, const TimingProtocol& t, const
           {"num_trials", s.samples},
           {"hardware", hardware},
           {"device", device},
-          {"statistic", t.statistic == kStatisticMean ? kStatisticMean : kStatisticMedian},
+          {"statistic", statistic_name(t)},
           {"loop", loop_description(t)}};
 }
 

@@ -127,12 +127,15 @@ Outcome baseline_command(const BaselineCommandOptions& o, const Notify& notify) 
   eval.device = env->device;
   BaselineCommandOptions opts = o;
   opts.eval = eval;
+  opts.eval.cpu = resolve_cpu_budget(eval);  // the budget that keys the cached baselines
   if (!o.import_file.empty()) return import_baselines(opts, dataset, *env, notify);
   if (!o.export_file.empty()) return export_baselines(opts, dataset, *env, notify);
 
   ReferenceHost reference;
-  // The CPUs its baselines run on, held for the whole command (util/sched.h CpuLease).
+  // The CPUs its baselines run on, held for the whole command (util/sched.h CpuLease): its CPU
+  // budget, resolved once.
   CpuLease lease(eval.protocol.timing.cpu_threads);
+  eval.cpu = lease.budget();
   reference.adopt(std::move(idle));
   begin_items(notify, dataset.problems.size());
   int failed = 0, measured = 0, cached = 0, busy = 0;
@@ -152,7 +155,7 @@ Outcome baseline_command(const BaselineCommandOptions& o, const Notify& notify) 
       if (!ref) problem_error = failure.message;
       // CPU thread parity: the same budget as an evaluation's baselines (docs/TIMING.md).
       if (ref && env->device != "cuda")
-        if (std::string e = ref->pin_cpus(lease.budget().cpus); !e.empty()) {
+        if (std::string e = ref->pin_cpus(eval.cpu.cpus); !e.empty()) {
           problem_error = "pinning the reference worker to the CPU thread budget: " + e;
           ref = nullptr;
         }

@@ -25,12 +25,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // CPU thread parity (docs/TIMING.md "Thread parity"): the reference and the candidate pinned to
-// the same CPUs of the budget, before either runs a call of this pair. What could not be pinned is
-// said; the record's timing then carries no `threads`.
-void pin_to_budget(Record& record, WorkerProcess& w, const char* role, const EvalOptions& options,
-                   const Environment& env, const CpuLease* lease) {
-  if (env.device == "cuda" || !options.protocol.timing.enabled || !lease) return;
-  const CpuBudget& budget = lease->budget();
+// the same CPUs of the budget (options.cpu, the pair's lease), before either runs a call of this
+// pair. What could not be pinned is said; the record's timing then carries no `threads`.
+void pin_to_budget(Record& record, WorkerProcess& w, const char* role, const EvalOptions& options) {
+  const CpuBudget& budget = options.cpu;
+  if (budget.cpus.empty()) return;  // no lease: the GPU, or timing off
   if (std::string e = w.pin_cpus(budget.cpus); !e.empty())
     record.findings.push_back(make_finding(
         "cpu_budget_not_applied", "warn",
@@ -56,34 +55,36 @@ struct PhaseClock {
 };
 
 // The pair's CPUs, held until it is done (util/sched.h CpuLease: concurrent evaluations of this
-// host take different ones).
-void lease_cpus(Record& record, const EvalOptions& options, const Environment& env, std::optional<CpuLease>& lease) {
-  if (env.device != "cuda" && options.protocol.timing.enabled) {
-    lease.emplace(options.protocol.timing.cpu_threads);
-    if (lease->shared() > 0)
-      record.findings.push_back(make_finding(
-          "cpu_budget_shared", "warn",
-          fmt::format("{} of the CPUs {} this pair runs on are held by other kbv evaluations of this host (more "
-                      "evaluations at once than CPUs for their budgets): its times share those CPUs",
-                      lease->shared(), cpu_list_text(lease->budget().cpus)),
-          "CPU leases (util/sched.h CpuLease)", ""));
-  }
+// host take different ones): the one place a pair's CPU budget is resolved. None on the GPU or
+// with timing off.
+void lease_cpus(const EvalOptions& options, const Environment& env, std::optional<CpuLease>& lease) {
+  if (env.device != "cuda" && options.protocol.timing.enabled) lease.emplace(options.protocol.timing.cpu_threads);
+}
+
+// Said when CPUs of the pair's lease are another evaluation's too.
+void note_shared_cpus(Record& record, const std::optional<CpuLease>& lease) {
+  if (lease && lease->shared() > 0)
+    record.findings.push_back(make_finding(
+        "cpu_budget_shared", "warn",
+        fmt::format("{} of the CPUs {} this pair runs on are held by other kbv evaluations of this host (more "
+                    "evaluations at once than CPUs for their budgets): its times share those CPUs",
+                    lease->shared(), cpu_list_text(lease->budget().cpus)),
+        "CPU leases (util/sched.h CpuLease)", ""));
 }
 
 // 3. The candidate worker, in its own process, with the extension cache of its build; null (the
 // record says why) when it cannot start.
 std::unique_ptr<WorkerProcess> start_candidate_worker(Record& record, const Pair& pair, const EvalOptions& options,
                                                       const Environment& env, const BuildResult& built,
-                                                      ReferenceHost& reference, WorkerProcess* ref,
-                                                      const CpuLease* lease) {
+                                                      ReferenceHost& reference, WorkerProcess* ref) {
   std::string error;
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
   for (const auto& [k, v] : built.env) env_vars[k] = v;  // the build's CXX: torch's up-to-date check holds
-  if (env.device != "cuda" && options.protocol.timing.enabled) {
+  if (!options.cpu.cpus.empty()) {
     // The thread budget for the candidate's own OpenMP and MKL teams too (their default is every CPU
     // the process saw when they started); the affinity set below bounds them either way.
-    const std::string n = std::to_string(cpu_budget(options.protocol.timing.cpu_threads).threads);
+    const std::string n = std::to_string(options.cpu.threads);
     env_vars["OMP_NUM_THREADS"] = n;
     env_vars["MKL_NUM_THREADS"] = n;
   }
@@ -96,7 +97,7 @@ std::unique_ptr<WorkerProcess> start_candidate_worker(Record& record, const Pair
     return nullptr;
   }
   record.warm_worker = warm;
-  pin_to_budget(record, *cand, "candidate", options, env, lease);
+  pin_to_budget(record, *cand, "candidate", options);
   record.sandbox = cand->sandbox_record();
   return cand;
 }
@@ -114,7 +115,7 @@ Reply load_candidate_worker(WorkerProcess& cand, const Pair& pair, const Solutio
   load.path = python_path(pair.solution_path);
   load.code = solution.code;
   load.device = env.device;
-  if (options.protocol.timing.enabled) load.cpu_threads = cpu_budget(options.protocol.timing.cpu_threads).threads;
+  load.cpu_threads = options.cpu.threads;  // the pair's budget (0: none, as they are)
   load.init_inputs = load_reply.init_inputs;
   load.precision = options.protocol.precision;
   load.seed = options.protocol.construction_seed;
@@ -157,6 +158,44 @@ void after_checks(Record& record, const Pair& pair, const EvalOptions& options, 
     clock.done(record, "timing");
   }
   record.seconds = clock.seconds();  // the memory phase's too when nothing is timed
+}
+
+// 2.-6. The workers and what they measure, for a candidate that built: `options.cpu` is the pair's
+// CPU budget, from its `lease`.
+void run_workers(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+                 ReferenceHost& reference, const SolutionSource& solution, const BuildResult& built,
+                 const std::optional<CpuLease>& lease, PhaseClock& clock) {
+  // 2. The reference worker, loaded with the problem.
+  msg::LoadProblemReply load_reply;
+  FailureKind failure;
+  WorkerProcess* ref = reference.get(pair.problem_path, options, load_reply, failure, pair.problem_text.get());
+  if (!ref) {
+    fail_reference(record, failure);
+    return;
+  }
+  note_shared_cpus(record, lease);
+  pin_to_budget(record, *ref, "reference", options);
+  if (!load_reply.overrides.empty()) record.problem_overrides = load_reply.overrides;
+
+  std::unique_ptr<WorkerProcess> cand = start_candidate_worker(record, pair, options, env, built, reference, ref);
+  if (!cand) return;
+  Reply r = load_candidate_worker(*cand, pair, solution, options, env, built, load_reply);
+  clock.done(record, "load");
+  if (r.status != Reply::Status::ok) {
+    fail_candidate(record, worker_failure(r), "");
+    if (record.verdict == Verdict::timeout) record.message = "constructing ModelNew: " + r.detail;
+    record.seconds = clock.seconds();
+    return;
+  }
+
+  // 4. Trials x distributions, each a fresh draw from its own seed (pair_checks.cc).
+  SeedSource seeds(options.protocol.seed);
+  const CheckTally checked = correctness_checks({record, pair, options, reference, *ref, *cand}, seeds);
+  if (!checked.stopped) reference.warm().settle(ms(options.timeouts.load_s));  // none starting while it is measured
+  record.seconds = clock.seconds();
+  clock.done(record, "checks");
+  if (checked.stopped) return;
+  after_checks(record, pair, options, env, *ref, *cand, seeds, checked, clock);
 }
 
 }  // namespace
@@ -224,39 +263,12 @@ Record evaluate_pair(const Pair& pair, const EvalOptions& options, const Environ
   }
   record.compiled = true;
 
-  // 2. The reference worker, loaded with the problem.
-  msg::LoadProblemReply load_reply;
-  FailureKind failure;
-  WorkerProcess* ref = reference.get(pair.problem_path, options, load_reply, failure, pair.problem_text.get());
-  if (!ref) {
-    fail_reference(record, failure);
-    return record;
-  }
+  // The pair's CPU budget, resolved once here (its lease) for every step that follows.
   std::optional<CpuLease> lease;
-  lease_cpus(record, options, env, lease);
-  pin_to_budget(record, *ref, "reference", options, env, lease ? &*lease : nullptr);
-  if (!load_reply.overrides.empty()) record.problem_overrides = load_reply.overrides;
-
-  std::unique_ptr<WorkerProcess> cand =
-      start_candidate_worker(record, pair, options, env, built, reference, ref, lease ? &*lease : nullptr);
-  if (!cand) return record;
-  Reply r = load_candidate_worker(*cand, pair, solution, options, env, built, load_reply);
-  clock.done(record, "load");
-  if (r.status != Reply::Status::ok) {
-    fail_candidate(record, worker_failure(r), "");
-    if (record.verdict == Verdict::timeout) record.message = "constructing ModelNew: " + r.detail;
-    record.seconds = clock.seconds();
-    return record;
-  }
-
-  // 4. Trials x distributions, each a fresh draw from its own seed (pair_checks.cc).
-  SeedSource seeds(options.protocol.seed);
-  const CheckTally checked = correctness_checks({record, pair, options, reference, *ref, *cand}, seeds);
-  if (!checked.stopped) reference.warm().settle(ms(options.timeouts.load_s));  // none starting while it is measured
-  record.seconds = clock.seconds();
-  clock.done(record, "checks");
-  if (checked.stopped) return record;
-  after_checks(record, pair, options, env, *ref, *cand, seeds, checked, clock);
+  lease_cpus(options, env, lease);
+  EvalOptions budgeted = options;
+  budgeted.cpu = lease ? lease->budget() : CpuBudget{};
+  run_workers(record, pair, budgeted, env, reference, solution, built, lease, clock);
   return record;
 }
 

@@ -57,42 +57,130 @@ std::string comparison_numbers(const json& c) {
                      rel_text, c.value("mismatches", int64_t{0}), c.value("numel", int64_t{0}));
 }
 
-}  // namespace
+// Outputs (of more than one element) that are one value throughout under a distribution, e.g.
+// ReLU under D4: there zeros, replays and constants pass by construction. That is a finding only
+// if it holds under every distribution; otherwise a note that the distribution checks that one
+// value while the others judge the kernel.
+struct UniformOutputs {
+  std::map<int, std::set<std::string>> where;  // output -> distributions where it is uniform
+  size_t linted = 0;                            // draws that ran
+  // Uniform under `dist` but not under every distribution: the others judge the kernel.
+  bool judged_elsewhere(int output, const std::string& dist) const {
+    auto it = where.find(output);
+    return it != where.end() && it->second.count(dist) && it->second.size() < linted;
+  }
+};
 
-std::vector<ProblemFinding> problem_findings(const std::string& path, const std::vector<ProblemDraw>& draws) {
-  std::vector<Sighting> seen;
+UniformOutputs uniform_outputs(const std::vector<ProblemDraw>& draws) {
+  UniformOutputs u;
+  for (const auto& d : draws) {
+    if (!d.failure.empty()) continue;
+    ++u.linted;
+    for (const auto& o : d.reply.value("outputs", json::array()))
+      if (!o.contains("note") && o.value("numel", int64_t{0}) > 1 && o.contains("std") && o.value("std", 1.0) == 0.0)
+        u.where[o.value("index", 0)].insert(d.distribution.name);
+  }
+  return u;
+}
+
+// What the reference itself does with output `o` of draw reply `r`: NaN/Inf, overflow of a
+// reduced-precision reference, disagreement with float64, nondeterminism.
+void reference_sightings(std::vector<Sighting>& seen, const json& r, const json& o, const std::string& dist) {
+  const int i = o.value("index", 0);
+  const int64_t numel = o.value("numel", int64_t{0});
+  if (o.contains("nan")) {
+    int64_t nan = std::max(o["nan"][0].get<int64_t>(), o["nan"][1].get<int64_t>());
+    int64_t inf = std::max(o["inf"][0].get<int64_t>(), o["inf"][1].get<int64_t>());
+    if (nan + inf > 0)
+      seen.push_back({"nonfinite", "finding", i, dist,
+                      "the reference's output has NaN or Inf (kbv then only accepts the same NaN/Inf)",
+                      fmt::format("{} NaN and {} Inf of {} elements in one draw", nan, inf, numel)});
+  }
+  // Precision modes: Inf/NaN the reduced-precision reference makes where the fp32 one is finite.
+  if (o.contains("reference_error") && o["reference_error"].value("nonfinite", int64_t{0}) > 0)
+    seen.push_back({"overflow", "finding", i, dist,
+                    fmt::format("the {0} reference overflows: Inf or NaN where the same model in fp32 is finite "
+                                "(no {0} kernel can be judged there; scale the problem's values down)",
+                                r.value("precision", "reduced-precision")),
+                    fmt::format("{} of {} elements in one draw", o["reference_error"]["nonfinite"].get<int64_t>(),
+                                numel)});
+  if (o.contains("fp64") && !o["fp64"].value("passed", true))
+    seen.push_back({"ill_conditioned", "finding", i, dist,
+                    "the " + precision_dtype(r.value("precision", "fp32")) +
+                        " reference fails the tolerance against the same model run in float64, so a "
+                        "kernel more exact than the reference can fail (rounding noise, cancellation, or memory "
+                        "the reference never wrote)",
+                    o["fp64"].value("reason", comparison_numbers(o["fp64"]))});
+  if (o.contains("repeat")) {
+    const json& rep = o["repeat"];
+    if (!rep.value("passed", true))
+      seen.push_back({"nondeterministic", "finding", i, dist, "two calls on the same inputs disagree beyond the tolerance",
+                      rep.value("reason", comparison_numbers(rep))});
+    else if (!rep.value("bitwise_equal", true))
+      seen.push_back({"nondeterministic_bits", "note", i, dist,
+                      "two calls on the same inputs differ bitwise, within the tolerance",
+                      fmt::format("max abs error {:.3g}", rep.value("max_abs_error", 0.0))});
+  }
+}
+
+// Wrong outputs that pass as output `o`: another draw's (a stale output), zeros, a constant.
+void passing_fake_sightings(std::vector<Sighting>& seen, const json& o, const std::string& dist) {
+  const int i = o.value("index", 0);
+  const int64_t numel = o.value("numel", int64_t{0});
+  if (o.contains("other_draw")) {
+    const json& od = o["other_draw"];
+    if (od.value("bitwise_equal", false))
+      seen.push_back({"insensitive", "finding", i, dist,
+                      "two different draws give bit-identical outputs: the output does not depend on the inputs",
+                      fmt::format("{} elements", numel)});
+    else if (od.value("passed", false))
+      seen.push_back({"insensitive", "finding", i, dist,
+                      "another draw's output passes as this draw's: a kernel that returns a stale output passes",
+                      comparison_numbers(od)});
+  }
+  bool zeros_pass = false;
+  if (o.contains("zeros")) {
+    const json& z = o["zeros"];
+    zeros_pass = z.value("passed", false);
+    if (zeros_pass)
+      seen.push_back({"zeros", "finding", i, dist, "an all-zero output passes",
+                      fmt::format("max |expected| {:.3g}; {}", o.value("max_abs", 0.0), comparison_numbers(z))});
+    else if (z.value("mismatches", int64_t{1}) == 0)
+      seen.push_back({"zeros_elementwise", "note", i, dist,
+                      "an all-zero output is within atol/rtol elementwise; only the relative-L2 floor rejects "
+                      "it (under --protocol kernelbench, which has no floor, zeros pass)",
+                      fmt::format("max |expected| {:.3g}", o.value("max_abs", 0.0))});
+  }
+  if (o.contains("constant") && !zeros_pass && o["constant"].value("passed", false)) {
+    const json& c = o["constant"];
+    seen.push_back({"constant", "finding", i, dist, "a constant (the mean of another draw's output) passes",
+                    fmt::format("constant {:.6g}; {}", c.value("value", 0.0), comparison_numbers(c))});
+  }
+}
+
+// What holds for the problem as a whole, from the first draw that reports it (the allow list and
+// its error from the last).
+struct ProblemWide {
   json inputs, upstream_cast, allow = json::object();
   std::string allow_error;
   std::set<std::string> dropout;
-  // Outputs (of more than one element) that are one value throughout under a distribution, e.g.
-  // ReLU under D4: there zeros, replays and constants pass by construction. That is a finding
-  // only if it holds under every distribution; otherwise a note that the distribution checks
-  // that one value while the others judge the kernel.
-  std::map<int, std::set<std::string>> uniform;  // output -> distributions where it is uniform
-  size_t linted = 0;
-  for (const auto& d : draws) {
-    if (!d.failure.empty()) continue;
-    ++linted;
-    for (const auto& o : d.reply.value("outputs", json::array()))
-      if (!o.contains("note") && o.value("numel", int64_t{0}) > 1 && o.contains("std") && o.value("std", 1.0) == 0.0)
-        uniform[o.value("index", 0)].insert(d.distribution.name);
-  }
-  auto judged_elsewhere = [&](int output, const std::string& dist) {
-    auto it = uniform.find(output);
-    return it != uniform.end() && it->second.count(dist) && it->second.size() < linted;
-  };
+};
+
+// The sightings of every draw's outputs; what holds for the whole problem gathered in `wide`.
+void draw_sightings(const std::vector<ProblemDraw>& draws, std::vector<Sighting>& seen, ProblemWide& wide) {
+  const UniformOutputs uniform = uniform_outputs(draws);
   for (const auto& d : draws) {
     if (!d.failure.empty()) {
       seen.push_back({"problem_error", "finding", -1, d.distribution.name, "the reference fails", d.failure});
       continue;
     }
     const json& r = d.reply;
-    if (inputs.is_null() && r.contains("inputs")) inputs = r["inputs"];
-    if (upstream_cast.is_null() && r.contains("upstream_cast") && r["upstream_cast"].is_object())
-      upstream_cast = r["upstream_cast"];
-    if (r.contains("allow") && r["allow"].is_object()) allow = r["allow"];
-    if (r.contains("allow_error")) allow_error = r["allow_error"];
-    for (const auto& m : r.value("dropout", json::array())) dropout.insert(m.get<std::string>());
+    if (wide.inputs.is_null() && r.contains("inputs")) wide.inputs = r["inputs"];
+    if (wide.upstream_cast.is_null() && r.contains("upstream_cast") && r["upstream_cast"].is_object())
+      wide.upstream_cast = r["upstream_cast"];
+    if (r.contains("allow") && r["allow"].is_object()) wide.allow = r["allow"];
+    if (r.contains("allow_error")) wide.allow_error = r["allow_error"];
+    for (const auto& m : r.value("dropout", json::array())) wide.dropout.insert(m.get<std::string>());
     for (const auto& o : r.value("outputs", json::array())) {
       if (o.contains("note")) {
         seen.push_back({"output_count", "finding", -1, d.distribution.name, o["note"].get<std::string>(), ""});
@@ -103,121 +191,72 @@ std::vector<ProblemFinding> problem_findings(const std::string& path, const std:
                         "the float64 cross-check did not run: " + o["fp64_skipped"].get<std::string>(), ""});
         continue;
       }
-      int i = o.value("index", 0);
-      int64_t numel = o.value("numel", int64_t{0});
-      const bool uniform_here = judged_elsewhere(i, d.distribution.name);
+      const bool uniform_here = uniform.judged_elsewhere(o.value("index", 0), d.distribution.name);
       if (uniform_here)
-        seen.push_back({"uniform_output", "note", i, d.distribution.name,
+        seen.push_back({"uniform_output", "note", o.value("index", 0), d.distribution.name,
                         "the reference's output is one value throughout (zeros, replays and constants pass "
                         "there; the other distributions judge the kernel)",
                         fmt::format("every element {:.6g}", o.value("mean", 0.0))});
-      if (o.contains("nan")) {
-        int64_t nan = std::max(o["nan"][0].get<int64_t>(), o["nan"][1].get<int64_t>());
-        int64_t inf = std::max(o["inf"][0].get<int64_t>(), o["inf"][1].get<int64_t>());
-        if (nan + inf > 0)
-          seen.push_back({"nonfinite", "finding", i, d.distribution.name,
-                          "the reference's output has NaN or Inf (kbv then only accepts the same NaN/Inf)",
-                          fmt::format("{} NaN and {} Inf of {} elements in one draw", nan, inf, numel)});
-      }
-      // Precision modes: Inf/NaN the reduced-precision reference makes where the fp32 one is finite.
-      if (o.contains("reference_error") && o["reference_error"].value("nonfinite", int64_t{0}) > 0)
-        seen.push_back({"overflow", "finding", i, d.distribution.name,
-                        fmt::format("the {0} reference overflows: Inf or NaN where the same model in fp32 is finite "
-                                    "(no {0} kernel can be judged there; scale the problem's values down)",
-                                    r.value("precision", "reduced-precision")),
-                        fmt::format("{} of {} elements in one draw", o["reference_error"]["nonfinite"].get<int64_t>(),
-                                    numel)});
-      if (o.contains("fp64") && !o["fp64"].value("passed", true))
-        seen.push_back({"ill_conditioned", "finding", i, d.distribution.name,
-                        "the " + precision_dtype(r.value("precision", "fp32")) +
-                            " reference fails the tolerance against the same model run in float64, so a "
-                            "kernel more exact than the reference can fail (rounding noise, cancellation, or memory "
-                            "the reference never wrote)",
-                        o["fp64"].value("reason", comparison_numbers(o["fp64"]))});
-      if (o.contains("repeat")) {
-        const json& rep = o["repeat"];
-        if (!rep.value("passed", true))
-          seen.push_back({"nondeterministic", "finding", i, d.distribution.name,
-                          "two calls on the same inputs disagree beyond the tolerance",
-                          rep.value("reason", comparison_numbers(rep))});
-        else if (!rep.value("bitwise_equal", true))
-          seen.push_back({"nondeterministic_bits", "note", i, d.distribution.name,
-                          "two calls on the same inputs differ bitwise, within the tolerance",
-                          fmt::format("max abs error {:.3g}", rep.value("max_abs_error", 0.0))});
-      }
+      reference_sightings(seen, r, o, d.distribution.name);
       if (uniform_here) continue;  // replays, zeros and constants pass there by construction
-      if (o.contains("other_draw")) {
-        const json& od = o["other_draw"];
-        if (od.value("bitwise_equal", false))
-          seen.push_back({"insensitive", "finding", i, d.distribution.name,
-                          "two different draws give bit-identical outputs: the output does not depend on the inputs",
-                          fmt::format("{} elements", numel)});
-        else if (od.value("passed", false))
-          seen.push_back({"insensitive", "finding", i, d.distribution.name,
-                          "another draw's output passes as this draw's: a kernel that returns a stale output passes",
-                          comparison_numbers(od)});
-      }
-      bool zeros_pass = false;
-      if (o.contains("zeros")) {
-        const json& z = o["zeros"];
-        zeros_pass = z.value("passed", false);
-        if (zeros_pass)
-          seen.push_back({"zeros", "finding", i, d.distribution.name, "an all-zero output passes",
-                          fmt::format("max |expected| {:.3g}; {}", o.value("max_abs", 0.0), comparison_numbers(z))});
-        else if (z.value("mismatches", int64_t{1}) == 0)
-          seen.push_back({"zeros_elementwise", "note", i, d.distribution.name,
-                          "an all-zero output is within atol/rtol elementwise; only the relative-L2 floor rejects "
-                          "it (under --protocol kernelbench, which has no floor, zeros pass)",
-                          fmt::format("max |expected| {:.3g}", o.value("max_abs", 0.0))});
-      }
-      if (o.contains("constant") && !zeros_pass && o["constant"].value("passed", false)) {
-        const json& c = o["constant"];
-        seen.push_back({"constant", "finding", i, d.distribution.name,
-                        "a constant (the mean of another draw's output) passes",
-                        fmt::format("constant {:.6g}; {}", c.value("value", 0.0), comparison_numbers(c))});
-      }
+      passing_fake_sightings(seen, o, d.distribution.name);
     }
   }
-  for (const auto& m : dropout)
+}
+
+// The inputs' dtypes: integers kbv never scales or casts, floats that hold only whole numbers.
+void input_sightings(std::vector<Sighting>& seen, const json& inputs) {
+  if (!inputs.is_array()) return;
+  for (const auto& in : inputs) {
+    if (!in.contains("dtype")) continue;
+    std::string what = fmt::format("input {} ({} {})", in.value("index", 0), in["dtype"].get<std::string>(),
+                                   shape_of(in["sizes"]));
+    if (!in.value("floating", true)) {
+      seen.push_back({"integer_input", "note", -1, "",
+                      what + " is not floating: the hidden distributions never scale it and kbv never casts it; "
+                             "the reference and the kernel get the same values",
+                      ""});
+    } else if (in.value("integer_valued", false)) {
+      seen.push_back({"integer_valued_float", "finding", -1, "",
+                      what + " holds only whole numbers: if they are labels, indices or signs, the hidden "
+                             "distributions change their meaning (x3, x0.01, x-1); make it an integer tensor",
+                      ""});
+    }
+  }
+}
+
+// The sightings that hold for the whole problem: dropout, the inputs, upstream's cast, the allow
+// list's error.
+void problem_wide_sightings(std::vector<Sighting>& seen, const ProblemWide& wide) {
+  for (const auto& m : wide.dropout)
     seen.push_back({"dropout", "finding", -1, "",
                     "dropout in training mode draws a new mask on every call, so no kernel can match the "
                     "reference (use p=0, or drop the dropout)",
                     m});
-  if (inputs.is_array()) {
-    for (const auto& in : inputs) {
-      if (!in.contains("dtype")) continue;
-      std::string what = fmt::format("input {} ({} {})", in.value("index", 0), in["dtype"].get<std::string>(),
-                                     shape_of(in["sizes"]));
-      if (!in.value("floating", true)) {
-        seen.push_back({"integer_input", "note", -1, "",
-                        what + " is not floating: the hidden distributions never scale it and kbv never casts it; "
-                               "the reference and the kernel get the same values",
-                        ""});
-      } else if (in.value("integer_valued", false)) {
-        seen.push_back({"integer_valued_float", "finding", -1, "",
-                        what + " holds only whole numbers: if they are labels, indices or signs, the hidden "
-                               "distributions change their meaning (x3, x0.01, x-1); make it an integer tensor",
-                        ""});
-      }
-    }
-  }
-  if (upstream_cast.is_object()) {
+  input_sightings(seen, wide.inputs);
+  if (wide.upstream_cast.is_object()) {
     // Upstream KernelBench's harness casts every input tensor, integers included; kbv never does.
-    const std::string dtype = upstream_cast.value("dtype", std::string("float32"));
+    const json& cast = wide.upstream_cast;
+    const std::string dtype = cast.value("dtype", std::string("float32"));
     const std::string how = "under upstream KernelBench's harness, which casts every input tensor to " + dtype +
                             " (integer inputs included; kbv never casts them), ";
     std::string differs;
-    for (const auto& c : upstream_cast.value("comparisons", json::array()))
+    for (const auto& c : cast.value("comparisons", json::array()))
       if (!c.value("passed", true) && differs.empty()) differs = comparison_numbers(c);
-    if (upstream_cast.contains("failed"))
+    if (cast.contains("failed"))
       seen.push_back({"upstream_cast", "note", -1, "", how + "the reference fails: a kernel cannot be judged there",
-                      upstream_cast["failed"].get<std::string>()});
+                      cast["failed"].get<std::string>()});
     else if (!differs.empty())
       seen.push_back({"upstream_cast", "note", -1, "", how + "the reference computes something else", differs});
   }
-  if (!allow_error.empty()) seen.push_back({"allow_error", "finding", -1, "", allow_error, ""});
+  if (!wide.allow_error.empty()) seen.push_back({"allow_error", "finding", -1, "", wide.allow_error, ""});
+}
 
-  // Merge sightings of the same rule on the same output, in first-seen order.
+// Sightings of the same rule on the same output merged, in first-seen order: one finding each,
+// naming the distributions and the first sighting's numbers; those the allow list names marked
+// allowed, and allow entries no finding used noted.
+std::vector<ProblemFinding> merge_sightings(const std::string& path, const std::vector<ProblemDraw>& draws,
+                                            const std::vector<Sighting>& seen, const json& allow) {
   std::vector<ProblemFinding> findings;
   std::map<std::pair<std::string, int>, size_t> index;
   std::map<std::pair<std::string, int>, std::string> first_numbers;
@@ -260,6 +299,16 @@ std::vector<ProblemFinding> problem_findings(const std::string& path, const std:
                           ""});
   }
   return findings;
+}
+
+}  // namespace
+
+std::vector<ProblemFinding> problem_findings(const std::string& path, const std::vector<ProblemDraw>& draws) {
+  std::vector<Sighting> seen;
+  ProblemWide wide;
+  draw_sightings(draws, seen, wide);
+  problem_wide_sightings(seen, wide);
+  return merge_sightings(path, draws, seen, wide.allow);
 }
 
 namespace {
@@ -341,6 +390,7 @@ ProblemLintResult lint_problems(const ProblemLintOptions& opt, const Notify& not
   std::optional<Environment> env = probe_environment(eval, error, &idle);
   if (!env) return {Outcome::fail(Status::input_error, error), {}};
   eval.device = env->device;
+  eval.cpu = resolve_cpu_budget(eval);
   ProblemLintOptions o = opt;
   o.eval = eval;
 

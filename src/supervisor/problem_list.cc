@@ -15,6 +15,7 @@ ProblemListResult list_problems(const ProblemListOptions& opt, const Notify& not
     std::optional<Environment> env = probe_environment(o, error);
     if (!env) return {Outcome::fail(Status::input_error, error), {}};
     o.device = env->device;
+    o.cpu = resolve_cpu_budget(o);
   }
   ReferenceHost reference;
   for (const auto& p : d.problems) {

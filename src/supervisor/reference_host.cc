@@ -69,6 +69,10 @@ void ReferenceHost::adopt(std::unique_ptr<WorkerProcess> idle) {
   problem_key_.clear();
 }
 
+CpuBudget resolve_cpu_budget(const EvalOptions& options) {
+  return options.protocol.timing.enabled ? cpu_budget(options.protocol.timing.cpu_threads) : CpuBudget{};
+}
+
 WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& options, msg::LoadProblemReply& load_reply,
                                   FailureKind& failure, const FileText* given) {
   FileText text = given ? *given : read_file(problem);
@@ -78,7 +82,8 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   }
   std::string key = sha256_hex_parts({python_path(problem), text.text, options.device, options.protocol.precision,
                                       options.protocol.reference_precision, options.cpu_sizes,
-                                      options.protocol.cast_init_inputs ? "cast-init" : ""});
+                                      options.protocol.cast_init_inputs ? "cast-init" : "",
+                                      "threads " + std::to_string(options.cpu.threads)});
   if (worker_ && worker_->alive() && key == problem_key_) {
     load_reply = load_reply_;
     return worker_.get();
@@ -95,7 +100,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   load.path = python_path(problem);
   load.code = text.text;
   load.device = options.device;
-  if (options.protocol.timing.enabled) load.cpu_threads = cpu_budget(options.protocol.timing.cpu_threads).threads;
+  load.cpu_threads = options.cpu.threads;  // the evaluation's budget (0: none, as they are)
   load.precision = options.protocol.precision;
   load.reference_precision = options.protocol.reference_precision;
   load.seed = options.protocol.construction_seed;

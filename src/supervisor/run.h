@@ -21,6 +21,7 @@
 #include "supervisor/warm_pool.h"
 #include "util/fs.h"
 #include "util/outcome.h"
+#include "util/sched.h"
 
 namespace kbv {
 
@@ -51,7 +52,17 @@ struct EvalOptions {
   std::optional<int> gpu;             // CUDA_VISIBLE_DEVICES for the workers of this evaluation
   bool fast_build = true;             // --fast-build (compile/pch.h)
   std::string cpu_sizes;              // reference: "" | "auto" | a factor (lint-problems --cpu-sizes)
+  // The CPU thread budget (util/sched.h), resolved once where an evaluation begins (evaluate_pair
+  // from its pair's CPU lease, a command from its own) and read by every later step: the workers'
+  // ATen threads and OpenMP/MKL teams, their CPUs, the timing requests, the baseline key and the
+  // record's timing.threads. Empty (0 threads): not resolved, or nothing to budget (timing off,
+  // the GPU); the workers' threads are then left as they are.
+  CpuBudget cpu;
 };
+
+// The CPU budget of a command that loads references outside an evaluation (kbv baseline's
+// import/export, lint-problems, list-problems --shapes): this process's affinity, read once.
+CpuBudget resolve_cpu_budget(const EvalOptions& options);
 
 // Starts a reference worker once to learn the torch version and whether a GPU is visible.
 // With `keep`, the worker is handed back (idle, no problem loaded) to serve as a reference.

@@ -196,6 +196,9 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
     } else if (target.reference && !target.reference->shm_dir().empty()) {
       w->shm_dir_ = target.reference->shm_dir();
       w->keep_shm_prefix_ = fmt::format("kbv-{}-", target.reference->pid());
+      // A pre-started one makes no file there until it is handed a candidate; one stopped before
+      // (its ping failed in WarmPool::settle) must not sweep the running candidate's files.
+      w->sweeps_shared_shm_ = !target.warm;
     } else if (confine) {
       w->shm_dir_ = w->scratch_ / "shm";
       fs::create_directories(w->shm_dir_, ec);
@@ -243,6 +246,7 @@ WorkerProcess::~WorkerProcess() { stop(); }
 
 std::string WorkerProcess::hand_build(const fs::path& extensions_dir) {
   if (scratch_.empty()) return "the " + role_ + " worker has no scratch folder";
+  sweeps_shared_shm_ = true;  // a candidate's from now on: its files in the shared folder go with it
   const fs::path into = scratch_ / "kbv-ext";
   std::error_code ec;
   if (!fs::exists(extensions_dir, ec)) return "";  // nothing built (a solution without an extension)
@@ -366,7 +370,7 @@ void WorkerProcess::remove_sandbox_files() {
   if (!scratch_.empty()) fs::remove_all(scratch_, ec);
   if (owns_shm_) {
     fs::remove_all(shm_dir_, ec);
-  } else if (!keep_shm_prefix_.empty()) {
+  } else if (!keep_shm_prefix_.empty() && sweeps_shared_shm_) {
     // A candidate's files in its reference's folder: everything not the reference's.
     for (const auto& entry : fs::directory_iterator(shm_dir_, ec))
       if (entry.path().filename().string().rfind(keep_shm_prefix_, 0) != 0) fs::remove(entry.path(), ec);

@@ -137,6 +137,7 @@ class WorkerProcess {
   std::filesystem::path scratch_, shm_dir_;
   bool owns_shm_ = false;
   std::string keep_shm_prefix_;
+  bool sweeps_shared_shm_ = true;  // false for a pre-started candidate until hand_build()
   std::vector<int> cpus_;
   void note_namespace_strays();
   void remove_sandbox_files();

@@ -24,7 +24,7 @@ using nlohmann::json;
 
 msg::TimingSettings rule_request(const EvalOptions& o) {
   return {o.protocol.timing.rule, o.protocol.timing.flush_bytes, o.protocol.timing.launch_hold_us,
-          cpu_budget(o.protocol.timing.cpu_threads).threads, o.protocol.timing.l2_flush,
+          o.cpu.threads, o.protocol.timing.l2_flush,
           o.protocol.timing.loop == kLoopUpstream};
 }
 
@@ -51,9 +51,9 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.pairs = 0;  // cached baselines are unpaired ones
   t.statistic = TimingProtocol{}.statistic;  // an entry keeps every statistic: reading another re-times nothing
   if (env.device != "cuda") t.launch_hold_us = 0;  // the hold is a GPU kernel: the CPU engine has none
-  // The CPU thread budget as resolved here (0 means every CPU, whose count differs between hosts);
-  // it times nothing on the GPU.
-  t.cpu_threads = env.device == "cuda" ? 0 : cpu_budget(t.cpu_threads).threads;
+  // The CPU thread budget as the evaluation resolved it (0 means every CPU, whose count differs
+  // between hosts); it times nothing on the GPU.
+  t.cpu_threads = env.device == "cuda" ? 0 : options.cpu.threads;
   std::vector<std::string> parts = {"kbv-baseline-1", problem_text, env.device, env.device_name, env.torch_version,
                                      env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode};
   return sha256_hex_parts(parts);

@@ -250,7 +250,7 @@ void check_thread_budget(Record& record, json& timing, const EvalOptions& option
   if (cr.cpus) timing["candidate"]["cpus"] = *cr.cpus;
   const std::vector<SchedulingDrift> wide = affinity_outside(candidate.pid(), candidate.cpus());
   if (wide.empty() && reference.cpus() == candidate.cpus()) {
-    timing["threads"] = cpu_budget(options.protocol.timing.cpu_threads).threads;
+    timing["threads"] = options.cpu.threads;
     timing["cpus"] = cpu_list_text(candidate.cpus());
     return;
   }
@@ -262,7 +262,7 @@ void check_thread_budget(Record& record, json& timing, const EvalOptions& option
       "thread_budget_escaped", reject,
       fmt::format("the candidate's threads left the CPU thread budget kbv gave it and its baselines ({} of CPUs {}): "
                   "{}; its time may use more cores than the baselines had",
-                  cpu_budget(options.protocol.timing.cpu_threads).threads, cpu_list_text(candidate.cpus()), list),
+                  options.cpu.threads, cpu_list_text(candidate.cpus()), list),
       "/proc/<candidate>/task/*: affinity after timing", "T25"));
 }
 

@@ -52,7 +52,7 @@ std::unique_ptr<WorkerProcess> WarmPool::take(const WorkerConfig& config, const 
     fixed.erase(it);
   }
   const std::string key = key_of(config, fixed, target);
-  if (!warm_pool_off_reason(config).empty() || !target.reference || target.warm) {
+  if (!off_reason(config).empty() || !target.reference || target.warm) {
     clear();
     return WorkerProcess::start("candidate", config, env, error, target);
   }
@@ -73,6 +73,12 @@ std::unique_ptr<WorkerProcess> WarmPool::take(const WorkerConfig& config, const 
   if (!w) w = WorkerProcess::start("candidate", config, env, error, target);
   if (w && expect_next_) refill();  // the next candidate's, starting while this one loads
   return w;
+}
+
+const std::string& WarmPool::off_reason(const WorkerConfig& config) {
+  const std::pair<sandbox::Mode, int> asked{config.sandbox, config.warm_workers};
+  if (!off_ || off_->first != asked) off_.emplace(asked, warm_pool_off_reason(config));
+  return off_->second;
 }
 
 void WarmPool::settle(std::chrono::milliseconds ready) {

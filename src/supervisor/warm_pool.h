@@ -12,7 +12,9 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "supervisor/session.h"
@@ -61,6 +63,10 @@ class WarmPool {
   std::vector<Held> held() const;
 
  private:
+  // warm_pool_off_reason(config), decided once per pool (under best-effort it probes the sandbox's
+  // layers, which do not change while kbv runs); again only for another mode or pool size.
+  const std::string& off_reason(const WorkerConfig& config);
+  std::optional<std::pair<std::pair<sandbox::Mode, int>, std::string>> off_;
   struct Slot {
     std::unique_ptr<WorkerProcess> worker;
     std::chrono::steady_clock::time_point started;

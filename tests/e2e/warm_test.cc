@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -95,6 +96,46 @@ TEST(Warm, TheNextCandidateGetsAProcessStartedBeforeThePreviousRanAndNoneServesT
     next = pool.held()[0];
     first = std::move(w);
   }
+}
+
+// A waiting worker that fails its ping in settle() is stopped: its cleanup must leave the files
+// of the candidate that runs beside it in the /dev/shm folder they share with their reference (a
+// pre-started worker made none there); the candidate's own end removes them.
+TEST(Warm, AWaitingWorkerStoppedInSettleLeavesTheRunningCandidatesFiles) {
+  const fs::path dir = scratch_dir("warm", "settle");
+  WorkerConfig config = strict_config(dir, 1);
+  if (std::string why = sandbox::refusal(sandbox::Mode::strict, sandbox::probe()); !why.empty())
+    GTEST_SKIP() << "the pool needs every sandbox layer: " << why;
+  std::string error;
+  auto reference = WorkerProcess::start("reference", config, {}, error);
+  ASSERT_TRUE(reference) << error;
+  ASSERT_FALSE(reference->shm_dir().empty()) << "a sandboxed reference shares a /dev/shm folder of its own";
+  const WorkerTarget target{{}, reference.get(), {}};
+  WarmPool pool;
+  bool warm = true;
+  auto running = pool.take(config, {}, target, seconds(120), warm, error);
+  ASSERT_TRUE(running) << error;
+  ASSERT_EQ(pool.held().size(), 1u) << "the pool refills as it hands a worker out";
+
+  // A transfer buffer of the running candidate (src/worker/transfer.cc names them kbv-<pid>-...;
+  // its pid is its PID namespace's), and one of the reference's.
+  const fs::path candidates = reference->shm_dir() / "kbv-3-0-c0ffee";
+  const fs::path references = reference->shm_dir() / ("kbv-" + std::to_string(reference->pid()) + "-0-beef");
+  ASSERT_EQ(write_file_atomic(candidates, "candidate"), "");
+  ASSERT_EQ(write_file_atomic(references, "reference"), "");
+
+  // The waiting worker dies: its ping fails. Writing the ping to it may raise SIGPIPE, which kbv
+  // ignores process-wide (cli/main.cc) and this test too.
+  std::signal(SIGPIPE, SIG_IGN);
+  kill_group(pool.held()[0].pid);
+  pool.settle(seconds(30));
+  EXPECT_TRUE(pool.held().empty()) << "a worker that does not answer is stopped";
+  EXPECT_TRUE(fs::exists(candidates)) << "the stopped waiting worker removed the running candidate's buffer";
+  EXPECT_TRUE(fs::exists(references));
+
+  running.reset();  // the candidate's end takes its files, not the reference's
+  EXPECT_FALSE(fs::exists(candidates));
+  EXPECT_TRUE(fs::exists(references));
 }
 
 TEST(Warm, OffUnderSandboxOffAndWithZero) {

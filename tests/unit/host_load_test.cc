@@ -7,9 +7,13 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include "util/fs.h"
 
 namespace kbv {
 namespace {
@@ -36,10 +40,26 @@ TEST(HostLoad, PidStatCpuReadsUtimeAndStimeAfterTheCommand) {
   EXPECT_FALSE(pid_stat_cpu_s("4242 (kbv) S 1 2 3", 100.0));
 }
 
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::optional<double> cpu_s_of(pid_t pid) {
+  FileText t = read_file("/proc/" + std::to_string(pid) + "/stat");
+  return t.ok ? pid_stat_cpu_s(t.text, static_cast<double>(sysconf(_SC_CLK_TCK))) : std::nullopt;
+}
+
+bool stop_and_wait(pid_t child) {
+  int status = 0;
+  return kill(child, SIGSTOP) == 0 && waitpid(child, &status, WUNTRACED) == child && WIFSTOPPED(status);
+}
+
 TEST(HostLoad, OurProcessesAreNotOthers) {
   // A child that spins: counted as ours by one probe and as another process by a second probe
   // over the same interval. Whatever else the machine runs meanwhile (ctest -j2) is the same for
-  // both, so their difference is the child's own CPU.
+  // both, so their difference is the child's own CPU: read from its /proc/<pid>/stat, with the
+  // child stopped while the probes start and are read. It runs until it used kChildCpuS of CPU,
+  // however long that takes on a loaded machine, and the figures are compared in CPU seconds, so
+  // the load changes how long the test takes, not what it finds.
+  constexpr double kChildCpuS = 0.3;
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -47,16 +67,48 @@ TEST(HostLoad, OurProcessesAreNotOthers) {
     volatile unsigned long k = 0;
     for (;;) k = k + 1;
   }
-  HostLoadProbe with_child({child}), without_child({});
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  std::optional<double> a = with_child.other_cores(), b = without_child.other_cores();
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
-  ASSERT_TRUE(a.has_value() && b.has_value()) << "/proc is readable on Linux";
-  EXPECT_GE(*a, 0.0);
-  EXPECT_GE(*b - *a, 0.2) << "the spinning child (ours in the first probe) must show as others' in the second: "
-                          << *a << " vs " << *b;
-  EXPECT_LE(*b - *a, 1.2) << "one process spins at most one core";
+  struct Reap {  // however the test ends
+    pid_t pid;
+    ~Reap() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reap{child};
+  ASSERT_TRUE(stop_and_wait(child));
+  bool compared = false;
+  // The two probes start (and are read) one after the other; a try where this process was
+  // descheduled between them gives them different intervals, and is tried again.
+  for (int attempt = 0; attempt < 10 && !compared; ++attempt) {
+    const std::optional<double> c0 = cpu_s_of(child);
+    ASSERT_TRUE(c0.has_value()) << "/proc is readable on Linux";
+    const double t0 = now_s();
+    HostLoadProbe with_child({child}), without_child({});
+    const double t1 = now_s();
+    ASSERT_EQ(kill(child, SIGCONT), 0);
+    std::optional<double> c1 = c0;
+    for (const double deadline = now_s() + 300; c1 && *c1 - *c0 < kChildCpuS && now_s() < deadline;
+         c1 = cpu_s_of(child))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(stop_and_wait(child));
+    c1 = cpu_s_of(child);
+    ASSERT_TRUE(c1.has_value());
+    ASSERT_GE(*c1 - *c0, kChildCpuS) << "the child got no CPU for 300 s";
+    const double t2 = now_s();
+    std::optional<double> a = with_child.other_cores(), b = without_child.other_cores();
+    const double t3 = now_s();
+    ASSERT_TRUE(a.has_value() && b.has_value()) << "/proc is readable on Linux";
+    if (t1 - t0 > 0.002 || t3 - t2 > 0.002) continue;
+    compared = true;
+    const double wall = t3 - t0, child_s = *c1 - *c0;
+    EXPECT_GE(*a, 0.0);
+    // Ticks of other processes that fall between the two probes' reads, and /proc/stat's sampled
+    // busy time against the child's own count: a few hundredths of a second.
+    EXPECT_NEAR((*b - *a) * wall, child_s, 0.05 + 0.1 * child_s)
+        << "the spinning child (ours in the first probe) must show as others' in the second, as much as it ran: "
+        << *a << " vs " << *b << " cores over " << wall << " s; the child ran " << child_s << " s";
+    EXPECT_LE(*b - *a, 1.2) << "one process spins at most one core";
+  }
+  EXPECT_TRUE(compared) << "this process was descheduled between the two probes in every try";
 }
 
 TEST(HostLoad, AProcessGoneMakesTheFigureUnknown) {

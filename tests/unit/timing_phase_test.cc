@@ -79,6 +79,8 @@ TEST(TimingPhase, TheCpuThreadBudgetKeysCpuBaselinesAndReachesTheWorkers) {
   EXPECT_EQ(one.protocol.timing.cpu_threads, kDefaultCpuThreads);
   EXPECT_EQ(one.protocol.timing.to_json()["cpu_threads"].get<int>(), kDefaultCpuThreads);
   all.protocol.timing.cpu_threads = 0;
+  one.cpu = resolve_cpu_budget(one);
+  all.cpu = resolve_cpu_budget(all);
   Environment cpu = env("cpu");
   cpu.device = "cpu";
   const bool several = affinity_of(0).size() > 1;
@@ -86,6 +88,7 @@ TEST(TimingPhase, TheCpuThreadBudgetKeysCpuBaselinesAndReachesTheWorkers) {
       << "1 thread and every CPU are other baselines where there is more than one CPU";
   EvalOptions asked_all = all;
   asked_all.protocol.timing.cpu_threads = static_cast<int>(affinity_of(0).size());
+  asked_all.cpu = resolve_cpu_budget(asked_all);
   EXPECT_EQ(baseline_key("code", all, cpu, "fp32"), baseline_key("code", asked_all, cpu, "fp32"))
       << "0 is every CPU: keyed on the count it resolves to";
   EXPECT_EQ(baseline_key("code", one, env("NVIDIA H200"), "tf32"), baseline_key("code", all, env("NVIDIA H200"), "tf32"))
@@ -95,6 +98,29 @@ TEST(TimingPhase, TheCpuThreadBudgetKeysCpuBaselinesAndReachesTheWorkers) {
   EXPECT_EQ(msg::to_json(r).at("threads").get<int>(), 1) << msg::to_json(r).dump();
   r.timing = rule_request(all);
   EXPECT_EQ(msg::to_json(r).at("threads").get<int>(), static_cast<int>(affinity_of(0).size()));
+}
+
+// The budget is resolved once per evaluation (EvalOptions::cpu): the key and the requests read that
+// value, not this process's affinity again (which may have changed since).
+TEST(TimingPhase, TheResolvedCpuBudgetIsTheOneRead) {
+  EvalOptions o;
+  o.protocol.timing.cpu_threads = 0;  // every CPU, were it resolved again here
+  o.cpu = {3, {5, 6, 7}};             // what the evaluation's lease resolved
+  msg::TimeReferenceRequest r;
+  r.timing = rule_request(o);
+  EXPECT_EQ(msg::to_json(r).at("threads").get<int>(), 3) << msg::to_json(r).dump();
+  Environment cpu = env("cpu");
+  cpu.device = "cpu";
+  EvalOptions four = o;
+  four.cpu = {4, {4, 5, 6, 7}};
+  EXPECT_NE(baseline_key("code", o, cpu, "fp32"), baseline_key("code", four, cpu, "fp32"));
+  EvalOptions asked_three = o;
+  asked_three.protocol.timing.cpu_threads = 3;
+  EXPECT_EQ(baseline_key("code", o, cpu, "fp32"), baseline_key("code", asked_three, cpu, "fp32"))
+      << "keyed on the resolved count, not on the count asked";
+  EvalOptions off;
+  off.protocol.timing.enabled = false;
+  EXPECT_EQ(resolve_cpu_budget(off).threads, 0) << "timing off: no budget, the workers' threads as they are";
 }
 
 TEST(TimingPhase, StatsFromRawReply) {
