@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
+
+#include "measure/statistic.h"
 
 namespace kbv {
 namespace {
@@ -25,19 +28,43 @@ double t975(int df) {
   return df <= 30 ? kT[df - 1] : 1.96 + 2.4 / df;
 }
 
-// The tail of the expanded percentile interval (Hesterberg, "What teachers should know about the
-// bootstrap", 2015): a percentile bootstrap over n blocks is too narrow for small n (it misses the
-// n/(n-1) of the variance and the t's heavier tails); the percentiles taken are those of the normal
-// quantile sqrt(n/(n-1)) * t(0.975, n-1). Six paired rounds take the 0.24th and 99.76th
-// percentiles, not the 2.5th and 97.5th. n large: 2.5%.
-double expanded_tail(size_t n) {
-  if (n < 2) return 0.025;
-  const double nn = static_cast<double>(n);
-  const double z = std::sqrt(nn / (nn - 1)) * t975(static_cast<int>(n) - 1);
-  return 0.5 * std::erfc(z / std::sqrt(2.0));
+// The least-squares line of the log ratios `y` over the round numbers `x` (3 rounds at least):
+// its values at the first and the last round and its slope's t statistic (slope over its standard
+// error; infinite for an exact line). None under 3 rounds or for a single round number.
+struct Trend {
+  double first = 0, last = 0, t = 0;
+};
+std::optional<Trend> trend_of(const std::vector<double>& x, const std::vector<double>& y) {
+  const size_t k = y.size();
+  if (k < 3) return std::nullopt;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < k; ++i) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= static_cast<double>(k);
+  my /= static_cast<double>(k);
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < k; ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (!(sxx > 0)) return std::nullopt;
+  const double slope = sxy / sxx;
+  double rss = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const double e = y[i] - (my + slope * (x[i] - mx));
+    rss += e * e;
+  }
+  const double se = std::sqrt(rss / static_cast<double>(k - 2) / sxx);
+  const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+  const double t = se > 0 ? std::fabs(slope) / se : (slope != 0 ? INFINITY : 0.0);
+  return Trend{my + slope * (*lo - mx), my + slope * (*hi - mx), t};
 }
 
-std::optional<SpeedupInterval> interval_of(double speedup, std::vector<double>& boot, double tail = 0.025) {
+// The 2.5th and 97.5th percentiles of the bootstrap values `boot` (sorted here) around `speedup`.
+std::optional<SpeedupInterval> interval_of(double speedup, std::vector<double>& boot) {
+  constexpr double tail = 0.025;
   if (boot.empty() || !(speedup > 0) || !std::isfinite(speedup)) return std::nullopt;
   std::sort(boot.begin(), boot.end());
   auto at = [&](double q) {
@@ -85,27 +112,74 @@ double median_in_place(std::vector<double>& v) {
   return (lower + upper) / 2;
 }
 
-std::optional<SpeedupInterval> paired_speedup_interval(std::span<const PairedRound> rounds, int resamples,
-                                                       uint64_t seed) {
-  std::vector<const PairedRound*> usable;
-  for (const PairedRound& r : rounds)
-    if (!r.baseline_ms.empty() && !r.candidate_ms.empty()) usable.push_back(&r);
-  if (usable.empty()) return std::nullopt;
-  std::vector<double> b, c;
-  for (const PairedRound* r : usable) {
-    b.insert(b.end(), r->baseline_ms.begin(), r->baseline_ms.end());
-    c.insert(c.end(), r->candidate_ms.begin(), r->candidate_ms.end());
+PairedSpeedup paired_speedup(std::span<const PairedRound> rounds, const std::string& statistic) {
+  PairedSpeedup out;
+  const bool use_mean = statistic == kStatisticMean;
+  auto block = [&](const std::vector<double>& ms) {
+    std::vector<double> v(ms.begin(), ms.end());
+    if (!use_mean) return median_in_place(v);
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  };
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    const PairedRound& r = rounds[i];
+    const double b = block(r.baseline_ms), c = block(r.candidate_ms);
+    if (!(b > 0) || !(c > 0) || !std::isfinite(b) || !std::isfinite(c)) continue;
+    out.rounds.push_back(r.round >= 0 ? r.round : static_cast<int>(i));
+    out.baseline_ms.push_back(b);
+    out.candidate_ms.push_back(c);
+    out.ratios.push_back(b / c);
   }
-  const double speedup = ratio(b, c);
-  if (!(speedup > 0)) return std::nullopt;
-  std::vector<double> boot = bootstrap(resamples, seed, [&](std::mt19937_64& rng, auto& rb, auto& rc) {
-    for (size_t k = 0; k < usable.size(); ++k) {
-      const PairedRound* r = usable[draw_index(rng, usable.size())];
-      resample_into(r->baseline_ms, rng, rb);
-      resample_into(r->candidate_ms, rng, rc);
+  const size_t n = out.ratios.size();
+  std::vector<double> logs;
+  for (double x : out.ratios) logs.push_back(std::log(x));
+  // Stalled rounds: far off the median log ratio by a robust yardstick (1.4826 MAD: the SD of a
+  // normal), never more than a third of the rounds.
+  std::vector<bool> aside(n, false);
+  if (n >= 3) {
+    std::vector<double> tmp = logs;
+    const double mid = median_in_place(tmp);
+    std::vector<double> dev;
+    for (double l : logs) dev.push_back(std::fabs(l - mid));
+    tmp = dev;
+    const double sd = 1.4826 * median_in_place(tmp);
+    const double line = std::max(std::log(kRoundRules.stall_factor), kRoundRules.stall_robust_sds * sd);
+    std::vector<size_t> far;
+    for (size_t i = 0; i < n; ++i)
+      if (dev[i] >= line) far.push_back(i);
+    if (!far.empty() && far.size() <= n / 3)
+      for (size_t i : far) {
+        aside[i] = true;
+        out.stalled.push_back(out.rounds[i]);
+      }
+  }
+  std::vector<double> kept, kept_rounds;
+  for (size_t i = 0; i < n; ++i)
+    if (!aside[i]) {
+      kept.push_back(logs[i]);
+      kept_rounds.push_back(out.rounds[i]);
     }
-  });
-  return interval_of(speedup, boot, expanded_tail(usable.size()));
+  const size_t k = kept.size();
+  if (k < static_cast<size_t>(kRoundRules.min_claim_rounds)) return out;
+  double mean = 0;
+  for (double l : kept) mean += l;
+  mean /= static_cast<double>(k);
+  double ss = 0;
+  for (double l : kept) ss += (l - mean) * (l - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(k - 1));
+  const double half = t975(static_cast<int>(k) - 1) * sd / std::sqrt(static_cast<double>(k));
+  out.spread = std::exp(sd) - 1;
+  double lo = mean, hi = mean;
+  if (const std::optional<Trend> trend = trend_of(kept_rounds, kept); trend && trend->t > kRoundRules.trend_span_t) {
+    // The ratio may have moved with the run: the interval spans the fitted line from the first
+    // kept round to the last, so it holds the ratio at every point of the run, not its average.
+    lo = std::min(trend->first, trend->last);
+    hi = std::max(trend->first, trend->last);
+    if (trend->t > t975(static_cast<int>(k) - 2)) out.drift = std::exp(trend->last - trend->first) - 1;
+  }
+  out.interval = SpeedupInterval{std::exp(mean), std::exp(std::min(lo, mean) - half), std::exp(std::max(hi, mean) + half)};
+  return out;
 }
 
 std::optional<SpeedupInterval> unpaired_speedup_interval(std::span<const double> baseline_ms,

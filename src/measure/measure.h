@@ -105,8 +105,9 @@ namespace kbv {
 inline constexpr double kDefaultLaunchHoldUs = 500;
 inline constexpr double kMaxLaunchHoldUs = 10000;
 // Paired rounds by default (--protocol kbv): 6 = 3 rounds baseline-first and 3 candidate-first, so
-// a steady drift weighs on both sides alike; a block bootstrap over 6 rounds has 462 distinct
-// resamples of rounds; each block gets a sixth of the time cap (docs/TIMING.md, "Paired rounds").
+// a steady drift weighs on both sides alike; 6 is also the fewest rounds whose ratios have a
+// distribution-free 95% interval for their median ([min, max], 96.9%), the bar the interval over
+// the rounds' ratios is held to; each block gets a sixth of the time cap (docs/TIMING.md, "Paired rounds").
 inline constexpr int kDefaultTimingPairs = 6;
 inline constexpr int kMaxTimingPairs = 64;
 // 1: one core against one core, what a shared host can give both sides alike (docs/TIMING.md,

@@ -19,6 +19,10 @@ constexpr const char* kTimedOutputs = "timed outputs wrong";
 constexpr const char* kProcessLeft = "process left running";
 constexpr const char* kReferenceDisturbed = "reference disturbed";
 constexpr const char* kCacheRefused = "cache entry refused";
+constexpr const char* kRoundStalled = "round stalled";
+constexpr const char* kTooFewRounds = "too few rounds";
+constexpr const char* kRoundsScatter = "rounds disagree";
+constexpr const char* kRatioDrifted = "ratio drifted";
 
 // A positive number at `key` of a JSON object (the timing fields kbv passes through), else 0.
 double positive_at(const nlohmann::json& object, const char* key) {
@@ -41,6 +45,10 @@ std::string timing_warning_label(const Finding& f) {
   if (f.rule == "process_left_running") return kProcessLeft;
   if (f.rule == "reference_disturbed") return kReferenceDisturbed;
   if (f.rule == "cache_entry_refused") return kCacheRefused;
+  if (f.rule == "timing_round_stalled") return kRoundStalled;
+  if (f.rule == "timing_too_few_rounds") return kTooFewRounds;
+  if (f.rule == "timing_rounds_drift") return kRatioDrifted;
+  if (f.rule == "timing_rounds_disagree") return kRoundsScatter;
   return "";
 }
 
@@ -49,7 +57,8 @@ bool is_timing_warning(const Finding& finding) { return !timing_warning_label(fi
 const std::vector<std::string>& timing_warning_label_order() {
   static const std::vector<std::string> order = {kHostBusy,   kClocksDisagreed, kLateLaunches,  kThrottled,
                                                  kTimingCheck, kBelowFloor,      kTimedOutputs, kProcessLeft,
-                                                 kReferenceDisturbed, kCacheRefused};
+                                                 kReferenceDisturbed, kCacheRefused, kRoundStalled,
+                                                 kTooFewRounds,       kRatioDrifted,    kRoundsScatter};
   return order;
 }
 

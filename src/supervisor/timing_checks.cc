@@ -277,6 +277,60 @@ void note_cache_refused(Record& record, const std::vector<std::string>& refused)
       "sealed cache entries (CACHE/.seal-key)", "T20"));
 }
 
+void note_paired_rounds(Record& record, const std::map<std::string, PairedSpeedup>& by_mode, int pairs) {
+  std::string stalled, few, disagree, drifted;
+  auto add = [](std::string& to, const std::string& what) { to += (to.empty() ? "" : "; ") + what; };
+  for (const auto& [mode, ps] : by_mode) {
+    std::vector<double> sorted = ps.ratios;
+    const double mid = median_in_place(sorted);
+    for (int r : ps.stalled) {
+      const size_t i = static_cast<size_t>(std::find(ps.rounds.begin(), ps.rounds.end(), r) - ps.rounds.begin());
+      if (i >= ps.rounds.size()) continue;
+      add(stalled, fmt::format("{} round {}: ratio {:.3g}x against the rounds' median {:.3g}x (its {} block {:.4g} ms, "
+                               "the candidate's {:.4g} ms)",
+                               mode, r, ps.ratios[i], mid, mode, ps.baseline_ms[i], ps.candidate_ms[i]));
+    }
+    if (ps.interval && ps.drift != 0) {
+      // The trend line's ends, from the kept ratios' geometric mean and the drift between them.
+      const double first = ps.interval->speedup / std::sqrt(1 + ps.drift), last = first * (1 + ps.drift);
+      add(drifted, fmt::format("{}: {:+.1f}% from the first kept round to the last (about {:.3g}x to {:.3g}x)", mode,
+                               100 * ps.drift, first, last));
+    }
+    if (!ps.interval)
+      add(few, fmt::format("{}: {} of {} rounds usable{}", mode, ps.kept(), pairs,
+                           ps.stalled.empty() ? "" : fmt::format(" ({} set aside as stalled)", ps.stalled.size())));
+    else if (ps.spread > kRoundRules.rounds_disagree) {
+      const auto [lo, hi] = std::minmax_element(ps.ratios.begin(), ps.ratios.end());
+      add(disagree, fmt::format("{}: {:.0f}% (ratios {:.3g}x to {:.3g}x over {} rounds)", mode, 100 * ps.spread, *lo,
+                                *hi, ps.ratios.size()));
+    }
+  }
+  // Not cheats: the host. One warning per rule, naming every baseline it concerns.
+  auto warn = [&](const char* rule, const std::string& what, const std::string& message) {
+    if (!what.empty())
+      record.findings.push_back(
+          make_finding(rule, "warn", message, "timing.rounds: each round's baseline over candidate ratio", ""));
+  };
+  warn("timing_round_stalled", stalled,
+       "paired rounds set aside from the speedup and its interval (" + stalled +
+           "): one of the round's blocks stalled (the host took its cores), so the round says nothing about the "
+           "kernels; the speedup is over the other rounds (docs/TIMING.md, \"Speedup intervals\")");
+  warn("timing_too_few_rounds", few,
+       fmt::format("too few paired rounds for an interval ({}; at least {}): no speedup is claimed for these "
+                   "baselines (timing.speedup_pooled has the pooled ratio); time again with more rounds "
+                   "(--timing-pairs) on a quieter host",
+                   few, kRoundRules.min_claim_rounds));
+  warn("timing_rounds_drift", drifted,
+       "the paired rounds' ratio moved one way through the run (" + drifted +
+           "): the load beside kbv shifted between the two sides' cores, so the rounds are not draws of one "
+           "ratio; the interval spans the trend (docs/TIMING.md, \"Speedup intervals\")");
+  warn("timing_rounds_disagree", disagree,
+       fmt::format("the paired rounds' ratios scatter more than {:.0f}% (geometric SD; {}): the load beside kbv "
+                   "changed between a round's blocks, so the interval is wide and may say no measurable difference "
+                   "where a quieter host would tell",
+                   100 * kRoundRules.rounds_disagree, disagree));
+}
+
 // CPU: other processes holding a core slow every parallel region (util/host_load.h). Said, and
 // such a baseline was not cached.
 void note_host_busy(Record& record, const json& timing, double candidate_others) {

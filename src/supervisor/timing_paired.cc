@@ -212,14 +212,18 @@ bool run_round(const PairedContext& c, PairedRounds& all, int r) {
   rd.round["blocks"] = rd.blocks;
   all.rounds.push_back(rd.round);
   if (!all.failure.empty()) return false;
-  for (const auto& [mode, ms_] : rd.base_ms) all.paired[mode].push_back({ms_, rd.cand_ms});
+  for (const auto& [mode, ms_] : rd.base_ms) all.paired[mode].push_back({ms_, rd.cand_ms, r});
   ++all.done;
   return !rd.rejected;  // the verdict is decided: no more rounds for a candidate already rejected
 }
 
 // The baselines' pooled STATS, their speedups and paired intervals against the candidate's `cs`.
-void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs, const std::string& statistic) {
-  json baselines = json::object(), speedup = json::object(), ci = json::object();
+// A speedup is computed from the rounds' ratios (interval.h paired_speedup); the ratio of the
+// pooled figures is kept beside it as timing.speedup_pooled. A baseline whose rounds are too few
+// for an interval gets no speedup (its warning says why): never a win or a loss.
+void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs, const std::string& statistic,
+                            std::map<std::string, PairedSpeedup>& by_mode) {
+  json baselines = json::object(), speedup = json::object(), pooled = json::object(), ci = json::object();
   for (const auto& [mode, replies] : all.base_replies) {
     const Stats bs = pooled_stats(replies);
     json st = bs.to_json();
@@ -229,11 +233,17 @@ void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs, co
     if (all.base_parity.count(mode)) st.update(all.base_parity[mode]);
     baselines[mode] = st;
     const double bm = statistic_ms(bs, statistic), cm = statistic_ms(cs, statistic);
-    if (bm > 0 && cm > 0) speedup[mode] = bm / cm;
-    if (std::optional<SpeedupInterval> iv = paired_speedup_interval(all.paired[mode])) ci[mode] = {iv->low, iv->high};
+    if (bm > 0 && cm > 0) pooled[mode] = bm / cm;
+    const PairedSpeedup ps = paired_speedup(all.paired[mode], statistic);
+    if (ps.interval) {
+      speedup[mode] = ps.interval->speedup;
+      ci[mode] = {ps.interval->low, ps.interval->high};
+    }
+    by_mode[mode] = ps;
   }
   timing["baselines"] = baselines;
   timing["speedup"] = speedup;
+  timing["speedup_pooled"] = pooled;
   if (!ci.empty()) timing["speedup_ci95"] = ci;
   if (!all.baseline_errors.empty()) timing["baseline_errors"] = all.baseline_errors;
 }
@@ -275,8 +285,10 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
       timing["candidate"][k] = all.budget["candidate"][k];
   }
   all.checks.write(timing);
-  write_pooled_baselines(timing, all, cs, tp.statistic);
+  std::map<std::string, PairedSpeedup> by_mode;
+  write_pooled_baselines(timing, all, cs, tp.statistic, by_mode);
   timing["pairs"] = all.done;
+  note_paired_rounds(record, by_mode, tp.pairs);
   note_host_busy(record, timing, all.cand_others);
   std::vector<std::string> cache_refused;
   check_floor(record, timing, sets, cs, options, env, reference, reject, cache_refused);

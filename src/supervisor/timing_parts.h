@@ -4,12 +4,14 @@
 // and the record's timing fields (timing_phase.cc).
 #pragma once
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "measure/interval.h"
 #include "supervisor/timing_phase.h"
 
 namespace kbv {
@@ -107,6 +109,11 @@ void note_cache_refused(Record& record, const std::vector<std::string>& refused)
 void time_baselines(nlohmann::json& timing, const Pair& pair, const EvalOptions& options, const Environment& env,
                     WorkerProcess& reference, const Stats& cs, const std::vector<double>& candidate_ms, bool cacheable,
                     std::vector<std::string>& cache_refused);
+// Paired rounds (docs/TIMING.md, "Speedup intervals"): per baseline, rounds set aside as stalled
+// (timing_round_stalled), too few kept rounds for a speedup (timing_too_few_rounds), a ratio that
+// trends through the run (timing_rounds_drift) and rounds whose ratios scatter past
+// kRoundRules.rounds_disagree (timing_rounds_disagree), each one warning for every baseline.
+void note_paired_rounds(Record& record, const std::map<std::string, PairedSpeedup>& by_mode, int pairs);
 // CPU: other processes holding a core slow every parallel region (util/host_load.h). Said, and
 // such a baseline was not cached.
 void note_host_busy(Record& record, const nlohmann::json& timing, double candidate_others);

@@ -44,6 +44,19 @@ TEST(TimingWarnings, DisagreeingClocksAndKernelBenchChecksHaveTheirOwnLabels) {
   EXPECT_EQ(timing_warning_label(Finding::from_json(finding("memory_leak", "warn"))), "");
 }
 
+// Paired rounds' own warnings (docs/TIMING.md, "Speedup intervals"): each its label, in the order.
+TEST(TimingWarnings, PairedRoundWarningsHaveTheirOwnLabels) {
+  EXPECT_EQ(timing_warning_label(Finding::from_json(finding("timing_round_stalled", "warn"))), "round stalled");
+  EXPECT_EQ(timing_warning_label(Finding::from_json(finding("timing_too_few_rounds", "warn"))), "too few rounds");
+  EXPECT_EQ(timing_warning_label(Finding::from_json(finding("timing_rounds_disagree", "warn"))), "rounds disagree");
+  EXPECT_EQ(timing_warning_label(Finding::from_json(finding("timing_rounds_drift", "warn"))), "ratio drifted");
+  json r = {{"verdict", "correct"},
+            {"findings", json::array({finding("timing_rounds_disagree", "warn"), finding("timing_round_stalled", "warn"),
+                                      finding("timing_host_busy", "warn"), finding("timing_rounds_drift", "warn")})}};
+  EXPECT_EQ(timing_warning_labels(typed(r)),
+            (std::vector<std::string>{"host busy", "round stalled", "ratio drifted", "rounds disagree"}));
+}
+
 TEST(TimingWarnings, LabelsOfARecordOnceEachInAFixedOrderFromFindingsAndFields) {
   json r = {{"verdict", "correct"},
             {"findings", json::array({finding("cache_entry_refused", "warn"), finding("timing_host_busy", "warn"),
