@@ -45,6 +45,7 @@ struct Entry {
   std::string name;
   int trials = 2;          // the entry's "trials", else 2
   int flaky_reruns = -1;   // the entry's "flaky_reruns", else the protocol's
+  std::string protocol;    // the entry's "protocol" (--protocol), else kbv's
 };
 
 void PrintTo(const Entry& e, std::ostream* os) {
@@ -65,12 +66,13 @@ std::vector<Entry> manifest() {
     x.audit = e.value("audit", "");
     if (e.contains("trials") && e["trials"].is_number_integer()) x.trials = e["trials"];
     if (e.contains("flaky_reruns") && e["flaky_reruns"].is_number_integer()) x.flaky_reruns = e["flaky_reruns"];
+    x.protocol = e.value("protocol", "");
     if (e.contains("also") && e["also"].is_array())
       for (const auto& v : e["also"])
         if (v.is_string() && v != "correct") x.also.push_back(v);
     std::string n = x.device + "_" + fs::path(x.solution).parent_path().filename().string() + "_" +
                     fs::path(x.solution).stem().string() + (x.policy == "strict" ? "" : "_" + x.policy) +
-                    (x.precision == "fp32" ? "" : "_" + x.precision);
+                    (x.precision == "fp32" ? "" : "_" + x.precision) + (x.protocol.empty() ? "" : "_" + x.protocol);
     for (char& c : n)
       if (!isalnum(static_cast<unsigned char>(c))) c = '_';
     x.name = n;
@@ -117,6 +119,7 @@ TEST_P(Corpus, VerdictAsExpected) {
                                    std::to_string(e.trials), "--timeout-call", "10", "--policy", e.policy,
                                    "--precision", e.precision, "--json", out.string()};
   if (e.flaky_reruns >= 0) args.insert(args.end(), {"--flaky-reruns", std::to_string(e.flaky_reruns)});
+  if (!e.protocol.empty()) args.insert(args.end(), {"--protocol", e.protocol});
   Outcome o = run_kbv(args, out);
   ASSERT_EQ(o.code, 0) << o.output;
   ASSERT_TRUE(o.record.is_object()) << o.output;
