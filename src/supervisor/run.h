@@ -51,6 +51,7 @@ struct EvalOptions {
   std::optional<int> gpu;             // CUDA_VISIBLE_DEVICES for the workers of this evaluation
   bool fast_build = true;             // --fast-build (compile/pch.h)
   std::string cpu_sizes;              // reference: "" | "auto" | a factor (lint-problems --cpu-sizes)
+  bool meta_model = false;            // reference: shapes only, the Model on the meta device (kbv problems)
 };
 
 // Starts a reference worker once to learn the torch version and whether a GPU is visible.

@@ -39,6 +39,13 @@ def meta_inputs(module):
         return None, "get_inputs() places input(s) %s on a device itself" % placed
     return inputs, ""
 
+def meta_model(model_class, args):
+    try:
+        with torch.device("meta"):
+            return model_class(*args), ""
+    except Exception as e:
+        return None, "the Model does not build on the meta device (" + _what(e)[:300] + ")"
+
 def _dims(x, dim):
     if dim is None or not isinstance(x, torch.Tensor) or x.dim() == 0:
         return None
@@ -234,6 +241,11 @@ py::object helper() {
 
 MetaDraw meta_inputs(py::object module) {
   py::tuple r = helper().attr("meta_inputs")(module);
+  return {r[0], r[1].cast<std::string>()};
+}
+
+MetaModel meta_model(py::object model_class, py::tuple args) {
+  py::tuple r = helper().attr("meta_model")(model_class, args);
   return {r[0], r[1].cast<std::string>()};
 }
 

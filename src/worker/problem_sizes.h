@@ -20,6 +20,15 @@ struct MetaDraw {
 };
 MetaDraw meta_inputs(pybind11::object module);
 
+// The problem's Model built inside torch.device("meta") on `args` (get_init_inputs()): no
+// parameter or buffer allocated. `model` is None when the construction raised there (it needs
+// values, e.g. an .item() on a parameter), and `why` says so: the caller builds it for real.
+struct MetaModel {
+  pybind11::object model;
+  std::string why;
+};
+MetaModel meta_model(pybind11::object model_class, pybind11::tuple args);
+
 struct ReducedSizes {
   std::map<std::string, pybind11::object> overrides;  // global -> its reduced value
   std::string summary;  // one line: the factor, what was scaled, what was kept and why

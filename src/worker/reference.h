@@ -22,6 +22,9 @@ struct ReferenceState {
   std::vector<at::Tensor> shared_inputs;     // what the candidate sees (views on shared buffers)
   std::vector<int> shared_input_positions;   // argument index of each shared input
   TimingInputs timing;
+  // Loaded for its shapes only (LoadRequest::meta_model): the Model's parameters have no values,
+  // so nothing may run it (reference_outputs and time_reference refuse).
+  bool meta_model = false;
 };
 
 OpTable reference_ops(ReferenceState& s);

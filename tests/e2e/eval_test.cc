@@ -741,6 +741,18 @@ TEST(Problems, ListsShapesWithoutAllocatingAndSaysWhenItDrawsValues) {
   EXPECT_EQ(values["draw"], "real") << values.dump(2);
   EXPECT_NE(values.value("draw_note", "").find(".item()"), std::string::npos) << values.dump(2);
   EXPECT_EQ(values["inputs"][0]["sizes"][1], 16) << values.dump(2);
+  // The Model is built on the meta device (a 4 TiB Linear lists without its weight), for real only
+  // where that fails, and the row says why.
+  EXPECT_EQ(huge["model"], "meta") << huge.dump(2);
+  const json& weight = by_name["8_Huge_weight.py"];
+  EXPECT_EQ(weight["model"], "meta") << weight.dump(2);
+  EXPECT_EQ(weight["inputs"][0]["sizes"], json::array({2, 1 << 20})) << weight.dump(2);
+  const json& init_values = by_name["7_Huge_weight_and_init_values.py"];
+  EXPECT_FALSE(init_values.contains("inputs")) << init_values.dump(2);
+  EXPECT_NE(init_values.value("error", "").find("building the reference Model failed (for real, after the Model "
+                                                 "does not build on the meta device"),
+            std::string::npos)
+      << init_values.dump(2);
 
   // Reduced sizes: the batch shrinks, the softmax's row stays.
   Outcome r = run_kbv({"problems", (kSource / "tests/data/shapes").string(), "--device", "cpu",
