@@ -149,6 +149,8 @@ msg::LoadProblemReply load_problem(ReferenceState& s, const msg::LoadRequest& re
       reply.overrides[key] = py::str(py::repr(value)).cast<std::string>();
     }
     reply.sizes = r.error.empty() ? r.summary : "not reduced: " + r.error;
+    s.size_ladder = r.ladder;
+    s.file_input_numel = r.file_input_numel;
   }
   std::string meta_why;  // meta_model: why the Model was built for real
   try {
