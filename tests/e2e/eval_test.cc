@@ -45,7 +45,7 @@ struct Entry {
   std::string name;
   int trials = 2;          // the entry's "trials", else 2
   int flaky_reruns = -1;   // the entry's "flaky_reruns", else the protocol's
-  std::string protocol;    // the entry's "protocol" (--protocol), else kbv's
+  std::string protocol = "";  // the entry's "protocol" (--protocol), else kbv's
 };
 
 void PrintTo(const Entry& e, std::ostream* os) {
