@@ -68,6 +68,7 @@ Command add_problems_command(CLI::App& app) {
                 std::printf("level%-2d %4d  %-48s %s%s\n", p.problem.level, p.problem.id, p.problem.name.c_str(),
                             p.shapes.c_str(), drawn.c_str());
                 if (!p.sizes.empty()) std::printf("%16s sizes %s\n", "", p.sizes.c_str());
+                if (p.model == "real") std::printf("%16s model built with values: %s\n", "", p.model_note.c_str());
                 continue;
               }
               json row = {{"level", p.problem.level}, {"id", p.problem.id}, {"name", p.problem.name},
@@ -77,6 +78,8 @@ Command add_problems_command(CLI::App& app) {
               if (!p.draw.empty()) row["draw"] = p.draw;
               if (!p.draw_note.empty()) row["draw_note"] = p.draw_note;
               if (!p.sizes.empty()) row["sizes"] = p.sizes;
+              if (!p.model.empty()) row["model"] = p.model;
+              if (!p.model_note.empty()) row["model_note"] = p.model_note;
               rows.push_back(row);
             }
             if (s->json) std::cout << rows.dump(2) << "\n";

@@ -76,11 +76,14 @@ KBV_FIELDS(LoadRequest) {
   v("reference_precision", m.reference_precision);
   v("cpu_sizes", m.cpu_sizes);
   v("cast_init_inputs", m.cast_init_inputs);
+  v("meta_model", m.meta_model);
 }
 KBV_FIELDS(LoadProblemReply) {
   v("init_inputs", m.init_inputs);
   v("overrides", m.overrides);
   v("sizes", m.sizes);
+  v("model", m.model);
+  v("model_note", m.model_note);
 }
 KBV_FIELDS(LoadCandidateReply) { v("load_seconds", m.load_seconds); }
 KBV_FIELDS(DescribeRequest) { v("seed", m.seed); }

@@ -77,11 +77,16 @@ struct LoadRequest {
   // reference: every get_init_inputs() tensor cast to the precision's dtype, integers included, as
   // upstream's _process_input_tensor does (Protocol::cast_init_inputs); false: as drawn.
   bool cast_init_inputs = false;
+  // reference: only shapes are asked (kbv problems): the Model is built on torch's meta device (no
+  // parameter allocated), really only where that fails. Such a worker computes nothing.
+  bool meta_model = false;
 };
 struct LoadProblemReply {
   nlohmann::json init_inputs = nlohmann::json::array();  // wire values (worker/python.h to_wire)
   nlohmann::json overrides = nlohmann::json::object();   // KBV_CPU: global -> repr of its CPU value
   std::string sizes;  // cpu_sizes: what was scaled and kept, or why nothing was
+  std::string model;       // meta_model: "meta" (built without values) or "real" (model_note says why)
+  std::string model_note;
 };
 struct LoadCandidateReply {
   double load_seconds = 0;

@@ -1,6 +1,8 @@
 #include "supervisor/problem_lint.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -55,6 +57,41 @@ std::string comparison_numbers(const json& c) {
       rel < 0 ? "relative L2 n/a (the expected output is all zeros)" : fmt::format("relative L2 {:.3g}", rel);
   return fmt::format("max abs error {:.3g}, {}, {} of {} elements outside atol/rtol", c.value("max_abs_error", 0.0),
                      rel_text, c.value("mismatches", int64_t{0}), c.value("numel", int64_t{0}));
+}
+
+// A fit over three or more sizes whose points stray further than this from it (natural log: 10%)
+// predicts nothing: the magnitude does not follow one power of the size.
+constexpr double kExtrapolationResidual = 0.1;
+
+// At reduced sizes: an all-zero output predicted within atol/rtol elementwise at the file's sizes,
+// from the output's largest magnitude at the reduced sizes (worker/problem_stats.cc
+// extrapolation_points); `numbers` then says from what. Empty when not predicted.
+std::string zeros_extrapolated(const json& x, std::string& numbers) {
+  if (!x.is_object() || !x.contains("points") || !x["points"].is_array()) return "";
+  std::vector<std::pair<double, double>> points;
+  std::string from;
+  for (const auto& p : x["points"]) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) return "";
+    points.emplace_back(p[0].get<double>(), p[1].get<double>());
+    from += fmt::format("{}{:.4g} at {} input elements", from.empty() ? "" : ", ", points.back().second,
+                        p[0].get<int64_t>());
+  }
+  const double file_n = x.value("file_input_numel", 0.0), atol = x.value("atol", 1e-3), rtol = x.value("rtol", 1e-3);
+  PowerFit fit = fit_power(points);
+  if (!fit.ok || !(fit.exponent < 0) || file_n <= 0) return "";
+  if (points.size() >= 3 && fit.max_residual > kExtrapolationResidual) return "";
+  const double predicted = fit.at(file_n);
+  if (!(predicted * (1.0 - rtol) <= atol)) return "";
+  numbers = fmt::format("max |expected| {}; it falls as (input elements)^{:.3f}, so at the file's {} input elements "
+                        "about {:.3g}, within atol {:g} (rtol {:g})",
+                        from, fit.exponent, static_cast<int64_t>(file_n), predicted, atol, rtol);
+  return x.value("rel_l2", true)
+             ? "extrapolated to the file's sizes: an all-zero output would be within atol/rtol elementwise there; "
+               "only the relative-L2 floor would reject it (under --protocol kernelbench, which has no floor, "
+               "zeros would pass). The reduced sizes scale what the reduction runs over, so the reduced run "
+               "cannot show it"
+             : "extrapolated to the file's sizes: an all-zero output would pass there. The reduced sizes scale "
+               "what the reduction runs over, so the reduced run cannot show it";
 }
 
 // Outputs (of more than one element) that are one value throughout under a distribution, e.g.
@@ -150,6 +187,8 @@ void passing_fake_sightings(std::vector<Sighting>& seen, const json& o, const st
                       "an all-zero output is within atol/rtol elementwise; only the relative-L2 floor rejects "
                       "it (under --protocol kernelbench, which has no floor, zeros pass)",
                       fmt::format("max |expected| {:.3g}", o.value("max_abs", 0.0))});
+    else if (std::string numbers, head = zeros_extrapolated(o.value("extrapolation", json()), numbers); !head.empty())
+      seen.push_back({"zeros_extrapolated", "note", i, dist, head, numbers});
   }
   if (o.contains("constant") && !zeros_pass && o["constant"].value("passed", false)) {
     const json& c = o["constant"];
@@ -302,6 +341,26 @@ std::vector<ProblemFinding> merge_sightings(const std::string& path, const std::
 }
 
 }  // namespace
+
+double PowerFit::at(double x) const { return coefficient * std::pow(x, exponent); }
+
+PowerFit fit_power(const std::vector<std::pair<double, double>>& points) {
+  PowerFit f;
+  std::vector<std::pair<double, double>> logs;
+  for (const auto& [x, y] : points)
+    if (x > 0 && y > 0 && std::isfinite(x) && std::isfinite(y)) logs.emplace_back(std::log(x), std::log(y));
+  const double n = static_cast<double>(logs.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : logs) sx += x, sy += y, sxx += x * x, sxy += x * y;
+  const double den = n * sxx - sx * sx;
+  if (logs.size() < 2 || !(den > 1e-12)) return f;
+  f.exponent = (n * sxy - sx * sy) / den;
+  const double intercept = (sy - f.exponent * sx) / n;
+  f.coefficient = std::exp(intercept);
+  for (const auto& [x, y] : logs) f.max_residual = std::max(f.max_residual, std::abs(y - (intercept + f.exponent * x)));
+  f.ok = true;
+  return f;
+}
 
 std::vector<ProblemFinding> problem_findings(const std::string& path, const std::vector<ProblemDraw>& draws) {
   std::vector<Sighting> seen;

@@ -51,6 +51,16 @@ struct ProblemDraw {
 // problem is named in messages.
 std::vector<ProblemFinding> problem_findings(const std::string& path, const std::vector<ProblemDraw>& draws);
 
+// y = coefficient * x^exponent fitted by least squares on (log x, log y) over positive points;
+// `max_residual`: the largest |log y - fitted log y| (natural log). Not ok with fewer than two
+// distinct positive x.
+struct PowerFit {
+  bool ok = false;
+  double exponent = 0, coefficient = 0, max_residual = 0;
+  double at(double x) const;
+};
+PowerFit fit_power(const std::vector<std::pair<double, double>>& points);
+
 // True when every finding of severity "finding" carries an allowed reason.
 bool problems_clean(const std::vector<ProblemFinding>& findings);
 

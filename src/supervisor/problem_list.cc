@@ -10,6 +10,7 @@ ProblemListResult list_problems(const ProblemListOptions& opt, const Notify& not
   if (!d.error.empty()) return {Outcome::fail(Status::input_error, d.error), {}};
   for (const auto& w : d.warnings) warn(notify, w);
   EvalOptions o = opt.eval;
+  o.meta_model = true;  // shapes only: nothing runs the Model, so it is built without its parameters' memory
   if (opt.shapes) {
     std::string error;
     std::optional<Environment> env = probe_environment(o, error);
@@ -35,6 +36,8 @@ ProblemListResult list_problems(const ProblemListOptions& opt, const Notify& not
         row.draw = described->draw;
         row.draw_note = described->note;
         row.sizes = load.sizes;
+        row.model = load.model;
+        row.model_note = load.model_note;
         row.inputs = nlohmann::json::array();
         for (const auto& i : described->inputs) {
           row.inputs.push_back(msg::to_json(i));

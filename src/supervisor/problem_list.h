@@ -30,6 +30,8 @@ struct ProblemListing {
   std::string draw;       // "meta" (shapes without tensors) or "real" (drawn with values: draw_note says why)
   std::string draw_note;
   std::string sizes;      // --cpu-sizes: what was scaled and kept (the shapes are at those sizes)
+  std::string model;      // "meta" (the Model built without its parameters' memory) or "real" (model_note says why)
+  std::string model_note;
 };
 
 struct ProblemListResult {

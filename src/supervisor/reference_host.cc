@@ -83,6 +83,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   std::string key = sha256_hex_parts({python_path(problem), text.text, options.device, options.protocol.precision,
                                       options.protocol.reference_precision, options.cpu_sizes,
                                       options.protocol.cast_init_inputs ? "cast-init" : "",
+                                      options.meta_model ? "meta-model" : "",
                                       "threads " + std::to_string(options.cpu.threads)});
   if (worker_ && worker_->alive() && key == problem_key_) {
     load_reply = load_reply_;
@@ -106,6 +107,7 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   load.seed = options.protocol.construction_seed;
   load.cpu_sizes = options.cpu_sizes;
   load.cast_init_inputs = options.protocol.cast_init_inputs;
+  load.meta_model = options.meta_model;
   Reply r = worker_->call(msg::to_json(load), ms(options.timeouts.load_s));
   std::optional<msg::LoadProblemReply> loaded = reply_as<msg::LoadProblemReply>(r);
   if (!loaded) {

@@ -58,6 +58,7 @@ struct EvalOptions {
   // record's timing.threads. Empty (0 threads): not resolved, or nothing to budget (timing off,
   // the GPU); the workers' threads are then left as they are.
   CpuBudget cpu;
+  bool meta_model = false;            // reference: shapes only, the Model on the meta device (kbv problems)
 };
 
 // The CPU budget of a command that loads references outside an evaluation (kbv baseline's

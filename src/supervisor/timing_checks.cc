@@ -102,10 +102,13 @@ void check_call_counts(Record& record, json& timing, const CandidateRun& run, co
                     reported, run.log.calls),
         "timing.call_bound", "T14"));
   // A protocol that fixes the timed calls (kernelbench-verified: 100) stops at exactly that many kept
-  // samples (measure.cc should_stop): fewer or more is a loop the candidate cut short or padded.
+  // samples (measure.cc should_stop): fewer or more is a loop the candidate cut short or padded. It
+  // rejects under every protocol, the upstream ones included (their other checks only warn): no
+  // honest run reports another count, and the runtime of another count is not the protocol's
+  // (examples/level1/19_ReLU/cpu_fixed_loop_short.py, cpu_fixed_loop_long.py).
   if (tp.rule.calls > 0 && cs.samples != tp.rule.calls)
     record.findings.push_back(make_finding(
-        "timing_mismatch", reject,
+        "timing_mismatch", "reject",
         fmt::format("the protocol fixes {} timed calls but the candidate worker reported {}: the reported calls are "
                     "forged",
                     tp.rule.calls, cs.samples),

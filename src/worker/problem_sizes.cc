@@ -39,6 +39,13 @@ def meta_inputs(module):
         return None, "get_inputs() places input(s) %s on a device itself" % placed
     return inputs, ""
 
+def meta_model(model_class, args):
+    try:
+        with torch.device("meta"):
+            return model_class(*args), ""
+    except Exception as e:
+        return None, "the Model does not build on the meta device (" + _what(e)[:300] + ")"
+
 def _dims(x, dim):
     if dim is None or not isinstance(x, torch.Tensor) or x.dim() == 0:
         return None
@@ -209,12 +216,43 @@ def reduced_sizes(module, spec):
     if chosen is None:
         return {}, "", "no reduced size builds and runs (" + error + ")"
     f, o = chosen
+    # Two smaller rungs below the chosen sizes, for the lint's extrapolation of output magnitudes to
+    # the file's sizes (magnitudes()): each distinct and built and run on meta tensors.
+    ladder, last = [], o
+    for g in (f / 2, f / 4):
+        og = at(g)
+        if f >= 1 or og == last: break
+        try:
+            _with(module, og, lambda: _trace(module))
+        except Exception:
+            break
+        ladder.append((g, og))
+        last = og
+    try:
+        file_numel = sum(t.numel() for t in _tensors(meta_inputs(module)[0] or [], []))
+    except Exception:
+        file_numel = 0
     keep = ["%s=%s (%s)" % (n, getattr(module, n), op) for (n, i), op in sorted(kept.items())]
     keep += ["%s=%s (not a size)" % (n, getattr(module, n)) for (n, i) in sorted(values)]
     summary = "x%g: %s; kept: %s; one call %.1f MiB (%.1f MiB at full size)" % (
         f, ", ".join("%s %s -> %s" % (n, getattr(module, n), v) for n, v in o.items()) or "nothing scaled",
         ", ".join(keep) or "nothing", cost / 2**20, full / 2**20)
-    return o, summary, ""
+    return o, summary, "", ladder if f < 1 else [], file_numel
+
+def magnitudes(module, ladder, seed):
+    """[(input elements, [max |output| per output, None where not floating])]: at the sizes the
+    module has now, then at each rung of `ladder` (module-level overrides), the Model built and run
+    on one draw after manual_seed(seed). The module's globals are left as they were."""
+    def run():
+        torch.manual_seed(seed)
+        model = module.Model(*list(module.get_init_inputs()))
+        torch.manual_seed(seed)
+        inputs = list(module.get_inputs())
+        with torch.no_grad():
+            out = _tensors(model(*inputs), [])
+        n = sum(t.numel() for t in _tensors(inputs, []))
+        return n, [float(t.detach().abs().max()) if t.is_floating_point() and t.numel() else None for t in out]
+    return [run()] + [_with(module, o, run) for _, o in ladder]
 )PY";
 
 py::object helper() {
@@ -237,6 +275,11 @@ MetaDraw meta_inputs(py::object module) {
   return {r[0], r[1].cast<std::string>()};
 }
 
+MetaModel meta_model(py::object model_class, py::tuple args) {
+  py::tuple r = helper().attr("meta_model")(model_class, args);
+  return {r[0], r[1].cast<std::string>()};
+}
+
 ReducedSizes reduced_sizes(py::object module, const std::string& spec) {
   ReducedSizes out;
   py::tuple r = helper().attr("reduced_sizes")(module, spec);
@@ -244,6 +287,24 @@ ReducedSizes reduced_sizes(py::object module, const std::string& spec) {
     out.overrides[py::str(item.first).cast<std::string>()] = py::reinterpret_borrow<py::object>(item.second);
   out.summary = r[1].cast<std::string>();
   out.error = r[2].cast<std::string>();
+  if (r.size() > 4) {
+    out.ladder = r[3];
+    out.file_input_numel = r[4].cast<int64_t>();
+  }
+  return out;
+}
+
+std::vector<Magnitude> magnitudes(py::object module, py::object ladder, uint64_t seed) {
+  std::vector<Magnitude> out;
+  py::list rows = helper().attr("magnitudes")(module, ladder, seed);
+  for (auto item : rows) {
+    py::tuple t = py::reinterpret_borrow<py::tuple>(item);
+    Magnitude m;
+    m.input_numel = t[0].cast<int64_t>();
+    py::list values = t[1];
+    for (auto v : values) m.max_abs.push_back(v.is_none() ? std::optional<double>() : v.cast<double>());
+    out.push_back(m);
+  }
   return out;
 }
 

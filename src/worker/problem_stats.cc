@@ -6,6 +6,7 @@
 
 #include "check/compare.h"
 #include "check/precision.h"
+#include "worker/problem_sizes.h"
 #include "worker/python.h"
 #include "worker/reference.h"
 
@@ -197,6 +198,34 @@ void other_draw_stats(json& o, const at::Tensor& a, const at::Tensor& b, const T
   o["constant"] = cj;
 }
 
+// At reduced sizes, for the draw at scale 1: each output's largest magnitude at these sizes and at
+// the smaller rungs, with the input elements of each and of the file's sizes, into the output's
+// "extrapolation" (supervisor/problem_lint.cc fits how it falls with the size and predicts the
+// file's: a whole-tensor reduction, which the reduced sizes scale, hides a zeros pass there).
+void extrapolation_points(ReferenceState& s, const msg::LintRequest& request, const Tolerance& tol, json& outputs) {
+  if (request.scale != 1.0 || s.file_input_numel <= 0 || s.size_ladder.is_none() || py::len(s.size_ladder) == 0)
+    return;
+  std::vector<Magnitude> m;
+  try {
+    m = magnitudes(s.h.module, s.size_ladder, request.seeds[0]);
+  } catch (py::error_already_set& e) {
+    const std::string why = e.what();
+    for (auto& o : outputs)
+      if (o.contains("index")) o["extrapolation"] = {{"error", why.substr(0, 300)}};
+    return;
+  }
+  for (auto& o : outputs) {
+    if (!o.contains("index")) continue;
+    const size_t i = o["index"].get<size_t>();
+    json points = json::array();
+    for (const auto& at : m)
+      if (i < at.max_abs.size() && at.max_abs[i]) points.push_back({at.input_numel, *at.max_abs[i]});
+    if (points.size() < 2) continue;
+    o["extrapolation"] = {{"points", points}, {"file_input_numel", s.file_input_numel}, {"atol", tol.atol},
+                          {"rtol", tol.rtol}, {"rel_l2", tol.use_rel_l2}};
+  }
+}
+
 // Dropout in training mode: a different mask on every call.
 std::vector<std::string> training_dropout(const py::object& model) {
   std::vector<std::string> dropout;
@@ -265,6 +294,7 @@ msg::LintReply problem_statistics(ReferenceState& s, const msg::LintRequest& req
   a.clear();
   b.clear();
   release_cached_memory(s.h.device);
+  extrapolation_points(s, request, tol, reply.outputs);
   reply.inputs = draws.inputs;
   if (!draws.upstream_cast.is_null()) reply.upstream_cast = draws.upstream_cast;
   reply.training = s.h.model.attr("training").cast<bool>();

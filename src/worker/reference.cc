@@ -42,6 +42,9 @@ py::list draw_inputs(ReferenceState& s, uint64_t seed, bool on_device, int draws
 
 std::vector<at::Tensor> reference_outputs(ReferenceState& s, const std::vector<py::object>& args, const char* context,
                                           double& seconds) {
+  if (s.meta_model)
+    throw WorkerError{"protocol_error", "the problem was loaded for its shapes only (a meta-device Model): nothing runs it",
+                      ""};
   py::object out = s.h.forward(args, "problem_error", context, seconds);
   Outputs o = flatten_outputs(out);
   if (!o.plain) throw WorkerError{"problem_error", "the reference " + o.reason, ""};
@@ -146,7 +149,10 @@ msg::LoadProblemReply load_problem(ReferenceState& s, const msg::LoadRequest& re
       reply.overrides[key] = py::str(py::repr(value)).cast<std::string>();
     }
     reply.sizes = r.error.empty() ? r.summary : "not reduced: " + r.error;
+    s.size_ladder = r.ladder;
+    s.file_input_numel = r.file_input_numel;
   }
+  std::string meta_why;  // meta_model: why the Model was built for real
   try {
     torch::manual_seed(request.seed);
     py::list init = h.module.attr("get_init_inputs")();
@@ -156,6 +162,20 @@ msg::LoadProblemReply load_problem(ReferenceState& s, const msg::LoadRequest& re
     for (auto item : init) args.push_back(h.move_to_device(py::reinterpret_borrow<py::object>(item)));
     torch::manual_seed(request.seed);
     at::NoGradGuard no_grad;
+    s.meta_model = false;
+    if (request.meta_model) {
+      // Shapes only: the Model at the file's sizes without its parameters' memory (docs/PROBLEMS.md
+      // "Shapes without tensors"), built for real only where the meta device cannot build it.
+      MetaModel meta = meta_model(h.module.attr("Model"), py::tuple(py::cast(args)));
+      reply.model = meta.model.is_none() ? "real" : "meta";
+      reply.model_note = meta_why = meta.why;
+      if (!meta.model.is_none()) {
+        h.model = meta.model;
+        s.meta_model = true;
+        return reply;
+      }
+      torch::manual_seed(request.seed);
+    }
     h.model = h.module.attr("Model")(*py::tuple(py::cast(args)));
     h.model = h.model.attr("to")(h.device);
     if (h.precision != "fp32") {
@@ -163,7 +183,10 @@ msg::LoadProblemReply load_problem(ReferenceState& s, const msg::LoadRequest& re
       h.model = h.cast_model(py::module_::import("copy").attr("deepcopy")(h.model));
     }
   } catch (py::error_already_set& e) {
-    throw python_error("problem_error", path + ": building the reference Model failed", e);
+    throw python_error("problem_error",
+                       path + ": building the reference Model failed" +
+                           (meta_why.empty() ? "" : " (for real, after " + meta_why + ")"),
+                       e);
   }
   return reply;
 }

@@ -22,6 +22,13 @@ struct ReferenceState {
   std::vector<at::Tensor> shared_inputs;     // what the candidate sees (views on shared buffers)
   std::vector<int> shared_input_positions;   // argument index of each shared input
   TimingInputs timing;
+  // Loaded for its shapes only (LoadRequest::meta_model): the Model's parameters have no values,
+  // so nothing may run it (reference_outputs and time_reference refuse).
+  bool meta_model = false;
+  // Reduced sizes (LoadRequest::cpu_sizes): the smaller rungs and the file's input elements
+  // (ReducedSizes), for the lint's extrapolation of output magnitudes to the file's sizes.
+  pybind11::object size_ladder = pybind11::none();
+  int64_t file_input_numel = 0;
 };
 
 OpTable reference_ops(ReferenceState& s);

@@ -207,6 +207,9 @@ msg::TimeReply time_reference(ReferenceState& s, const msg::TimeReferenceRequest
   if (mode != "fp32" && mode != "tf32" && mode != "compile")
     throw WorkerError{"protocol_error", "unknown baseline mode '" + mode + "' (fp32, tf32, compile)", ""};
   if (s.timing.sets.sets.empty()) throw WorkerError{"protocol_error", "time before time_inputs", ""};
+  if (s.meta_model)
+    throw WorkerError{"protocol_error", "the problem was loaded for its shapes only (a meta-device Model): nothing times it",
+                      ""};
   set_matmul_precision(mode == "fp32" ? "fp32" : "tf32");
   msg::TimeReply reply;
   try {

@@ -45,6 +45,7 @@ struct Entry {
   std::string name;
   int trials = 2;          // the entry's "trials", else 2
   int flaky_reruns = -1;   // the entry's "flaky_reruns", else the protocol's
+  std::string protocol = "";  // the entry's "protocol" (--protocol), else kbv's
 };
 
 void PrintTo(const Entry& e, std::ostream* os) {
@@ -65,12 +66,13 @@ std::vector<Entry> manifest() {
     x.audit = e.value("audit", "");
     if (e.contains("trials") && e["trials"].is_number_integer()) x.trials = e["trials"];
     if (e.contains("flaky_reruns") && e["flaky_reruns"].is_number_integer()) x.flaky_reruns = e["flaky_reruns"];
+    x.protocol = e.value("protocol", "");
     if (e.contains("also") && e["also"].is_array())
       for (const auto& v : e["also"])
         if (v.is_string() && v != "correct") x.also.push_back(v);
     std::string n = x.device + "_" + fs::path(x.solution).parent_path().filename().string() + "_" +
                     fs::path(x.solution).stem().string() + (x.policy == "strict" ? "" : "_" + x.policy) +
-                    (x.precision == "fp32" ? "" : "_" + x.precision);
+                    (x.precision == "fp32" ? "" : "_" + x.precision) + (x.protocol.empty() ? "" : "_" + x.protocol);
     for (char& c : n)
       if (!isalnum(static_cast<unsigned char>(c))) c = '_';
     x.name = n;
@@ -117,6 +119,7 @@ TEST_P(Corpus, VerdictAsExpected) {
                                    std::to_string(e.trials), "--timeout-call", "10", "--policy", e.policy,
                                    "--precision", e.precision, "--json", out.string()};
   if (e.flaky_reruns >= 0) args.insert(args.end(), {"--flaky-reruns", std::to_string(e.flaky_reruns)});
+  if (!e.protocol.empty()) args.insert(args.end(), {"--protocol", e.protocol});
   Outcome o = run_kbv(args, out);
   ASSERT_EQ(o.code, 0) << o.output;
   ASSERT_TRUE(o.record.is_object()) << o.output;
@@ -738,6 +741,18 @@ TEST(Problems, ListsShapesWithoutAllocatingAndSaysWhenItDrawsValues) {
   EXPECT_EQ(values["draw"], "real") << values.dump(2);
   EXPECT_NE(values.value("draw_note", "").find(".item()"), std::string::npos) << values.dump(2);
   EXPECT_EQ(values["inputs"][0]["sizes"][1], 16) << values.dump(2);
+  // The Model is built on the meta device (a 4 TiB Linear lists without its weight), for real only
+  // where that fails, and the row says why.
+  EXPECT_EQ(huge["model"], "meta") << huge.dump(2);
+  const json& weight = by_name["8_Huge_weight.py"];
+  EXPECT_EQ(weight["model"], "meta") << weight.dump(2);
+  EXPECT_EQ(weight["inputs"][0]["sizes"], json::array({2, 1 << 20})) << weight.dump(2);
+  const json& init_values = by_name["7_Huge_weight_and_init_values.py"];
+  EXPECT_FALSE(init_values.contains("inputs")) << init_values.dump(2);
+  EXPECT_NE(init_values.value("error", "").find("building the reference Model failed (for real, after the Model "
+                                                 "does not build on the meta device"),
+            std::string::npos)
+      << init_values.dump(2);
 
   // Reduced sizes: the batch shrinks, the softmax's row stays.
   Outcome r = run_kbv({"problems", (kSource / "tests/data/shapes").string(), "--device", "cpu",

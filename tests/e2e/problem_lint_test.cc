@@ -146,6 +146,33 @@ TEST(LintProblems, ReducedSizesKeepTheReducedDimensionAndUpstreamCastIsSaid) {
     }
 }
 
+// Upstream L1/37's pattern (x / ||x||_F over the whole 1.9e9-element tensor): at reduced sizes
+// the norm's size is scaled and the outputs (~1.7e-3) are above atol, but the lint measures the
+// output's magnitude at two smaller rungs too, fits how it falls with the size and predicts ~4e-5
+// at the file's size: a zeros pass there, said as an extrapolated note under D1. A whole-tensor
+// normalisation whose outputs keep their scale (x / max|x|) is not flagged.
+TEST(LintProblems, WholeTensorNormZerosPassIsExtrapolatedToTheFilesSize) {
+  fs::path dir = temp_dir("extrapolated");
+  fs::create_directories(dir / "level1");
+  for (const char* f : {"5_Whole_tensor_norm.py", "6_Whole_tensor_max_scale.py"})
+    fs::copy_file(kSource / "tests/data/shapes/level1" / f, dir / "level1" / f);
+  Outcome o = lint({dir.string(), "--cpu-sizes", "auto", "--jobs", "1"}, dir / "lint.json");
+  ASSERT_TRUE(o.record.is_object()) << o.output;
+  auto norm = rules_of(o.record, "5_Whole_tensor_norm.py");
+  EXPECT_FALSE(norm.count("zeros")) << "at reduced sizes zeros do not pass: " << o.output;
+  EXPECT_EQ(norm["zeros_extrapolated"], (std::set<std::string>{"D1"})) << o.output;
+  for (const auto& f : problem_of(o.record, "5_Whole_tensor_norm.py")->at("findings"))
+    if (f["rule"] == "zeros_extrapolated") {
+      EXPECT_EQ(f["severity"], "note");
+      const std::string m = f["message"];
+      EXPECT_NE(m.find("at the file's 1879048192 input elements"), std::string::npos) << m;
+      EXPECT_NE(m.find("^-0.5"), std::string::npos) << m;
+    }
+  auto max_scale = rules_of(o.record, "6_Whole_tensor_max_scale.py");
+  EXPECT_FALSE(max_scale.count("zeros_extrapolated")) << o.output;
+  EXPECT_FALSE(max_scale.count("zeros")) << o.output;
+}
+
 TEST(LintProblems, AllowKeepsAFindingWithItsReasonAndBadAllowsAreFindings) {
   fs::path dir = temp_dir("allow");
   const std::string body =

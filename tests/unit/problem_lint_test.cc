@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace kbv {
 namespace {
 
@@ -93,6 +95,66 @@ TEST(ProblemLint, ZerosWithinElementwiseToleranceOnlyIsANote) {
   EXPECT_EQ(f->severity, "note");
   EXPECT_EQ(f->distributions.size(), 4u);
   EXPECT_TRUE(problems_clean(findings));
+}
+
+TEST(ProblemLint, FitPowerRecoversAPowerLaw) {
+  PowerFit f = fit_power({{1e3, 2.0 * std::pow(1e3, -0.5)}, {1e5, 2.0 * std::pow(1e5, -0.5)}, {1e6, 2.0 / 1e3}});
+  ASSERT_TRUE(f.ok);
+  EXPECT_NEAR(f.exponent, -0.5, 1e-12);
+  EXPECT_NEAR(f.coefficient, 2.0, 1e-9);
+  EXPECT_NEAR(f.max_residual, 0.0, 1e-12);
+  EXPECT_NEAR(f.at(1e8), 2e-4, 1e-12);
+  EXPECT_FALSE(fit_power({{1e3, 1.0}}).ok) << "one point fits nothing";
+  EXPECT_FALSE(fit_power({{1e3, 1.0}, {1e3, 2.0}}).ok) << "one size fits nothing";
+  EXPECT_FALSE(fit_power({{1e3, 0.0}, {1e4, 0.0}}).ok) << "zero magnitudes have no logarithm";
+}
+
+// L1/37 (x / ||x||_F over the whole 112x64x512x512 tensor) at reduced sizes: the largest output
+// is sqrt(3/N) for N uniform elements, 1.7e-3 at 16x16x64x64, above atol 1e-3, so the reduced run
+// sees no zeros pass; at the file's 1.9e9 elements it is 4e-5. The lint extrapolates from the
+// reduced sizes and says so, as a note naming the points and the prediction.
+json extrapolating_output(std::vector<std::pair<int64_t, double>> points, int64_t file_numel) {
+  json o = good_output();
+  json p = json::array();
+  for (const auto& [n, m] : points) p.push_back({n, m});
+  o["extrapolation"] = {{"points", p}, {"file_input_numel", file_numel}, {"atol", 1e-3}, {"rtol", 1e-3},
+                        {"rel_l2", true}};
+  return o;
+}
+
+TEST(ProblemLint, ZerosPassAtTheFilesSizeExtrapolatedIsANoteSayingFromWhat) {
+  auto frobenius = [](int64_t n) { return std::sqrt(3.0 / static_cast<double>(n)); };
+  auto findings = problem_findings(kPath, draws_with([&](const Distribution& d) {
+    if (d.name != "D1") return good_output();
+    return extrapolating_output({{1048576, frobenius(1048576)}, {524288, frobenius(524288) * 1.01},
+                                 {262144, frobenius(262144) * 0.99}},
+                                int64_t{112} * 64 * 512 * 512);
+  }));
+  const ProblemFinding* f = find(findings, "zeros_extrapolated");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "note");
+  EXPECT_EQ(f->distributions, std::vector<std::string>{"D1"});
+  EXPECT_NE(f->message.find("extrapolated"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("1879048192 input elements"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("at 1048576 input elements"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("^-0.493"), std::string::npos) << f->message;  // least squares over the three
+  EXPECT_NE(f->message.find("about 4.24e-05"), std::string::npos) << f->message;
+  EXPECT_TRUE(problems_clean(findings)) << "a prediction is a note, not a finding";
+}
+
+TEST(ProblemLint, NoZerosExtrapolationWhereTheMagnitudeHoldsOrStraysOrStaysAboveTolerance) {
+  const int64_t file = int64_t{112} * 64 * 512 * 512;
+  const std::vector<std::vector<std::pair<int64_t, double>>> cases = {
+      {{1048576, 1.0}, {524288, 0.999}, {262144, 1.0}},          // x / max|x|: the scale stays
+      {{1048576, 1.7e-3}, {524288, 4e-3}, {262144, 3.4e-3}},     // not one power of the size
+      {{1048576, 0.5}, {524288, 0.52}, {262144, 0.54}},          // falls, but stays far above atol
+  };
+  for (const auto& points : cases) {
+    auto findings = problem_findings(kPath, draws_with([&](const Distribution& d) {
+      return d.name == "D1" ? extrapolating_output(points, file) : good_output();
+    }));
+    EXPECT_EQ(find(findings, "zeros_extrapolated"), nullptr) << points[1].second;
+  }
 }
 
 TEST(ProblemLint, ReplayAndConstantPassing) {
