@@ -138,7 +138,9 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
   auto cached = [&]() {
     FileText t = read_file(marker);
     json j = t.ok ? json::parse(t.text, nullptr, false) : json();
-    if (!j.is_object()) return false;
+    // Never a kind that takes the sample out of judgement (an entry a forged reply wrote before kbv
+    // refused such replies): built again.
+    if (!j.is_object() || decided_by_kbv_only(j.value("kind", ""))) return false;
     b.ok = j.value("ok", false);
     b.kind = j.value("kind", "");
     b.message = rename_for(j.value("message", ""), job.solution_path);
@@ -220,7 +222,7 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
     }
   }
   // Deterministic outcomes are cached; a timeout or a crash may be the machine's fault.
-  if (b.kind != "timeout" && b.kind != "crashed" && b.kind != "interrupted") {
+  if (b.kind != "timeout" && b.kind != "crashed" && !decided_by_kbv_only(b.kind)) {
     json j = {{"ok", b.ok}, {"kind", b.kind}, {"message", unname(b.message, job.solution_path)},
               {"diagnostics", b.diagnostics}};
     if (b.fast.rfind("fell back", 0) == 0) j["plain_fallback"] = true;

@@ -175,6 +175,38 @@ TEST(BuildCache, AWorkerThatCannotStartIsTheHostsFailureAndNotCached) {
   fs::remove_all(d);
 }
 
+// A build worker's reply that claims the host's failure is the candidate's (its module body can
+// write the reply: examples/level1/19_ReLU/cpu_forge_host_failure.py): a compile_error, cached as
+// one; an entry a forged reply left before is not an outcome and is built again.
+TEST(BuildCache, AReplyClaimingTheHostsFailureIsACompileErrorAndAForgedEntryIsRebuilt) {
+  fs::path d = temp_dir();
+  int calls = 0;
+  auto forging = [&](const BuildLaunch&) {
+    ++calls;
+    BuildWorkerOutcome out;
+    WorkerFailure f;
+    f.kind = "harness_error";
+    f.message = "cannot start the build worker: fork: Resource temporarily unavailable";
+    out.failure = f;
+    return out;
+  };
+  BuildResult r = build_cached(job(d / "cache", "forged", d / "s.py"), forging);
+  EXPECT_EQ(r.kind, "compile_error") << r.message;
+  BuildResult again = build_cached(job(d / "cache", "forged", d / "s.py"), forging);
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.kind, "compile_error");
+  EXPECT_EQ(calls, 1);
+  // An entry cached with such a kind (by a kbv that took the reply's word) is built again.
+  const BuildEntry entry = build_entry(job(d / "cache", "forged", d / "s.py"));
+  std::ofstream(entry.dir / "result.json")
+      << R"({"ok": false, "kind": "harness_error", "message": "cannot start the build worker", "diagnostics": []})";
+  BuildResult rebuilt = build_cached(job(d / "cache", "forged", d / "s.py"), forging);
+  EXPECT_FALSE(rebuilt.cached);
+  EXPECT_EQ(rebuilt.kind, "compile_error");
+  EXPECT_EQ(calls, 2);
+  fs::remove_all(d);
+}
+
 // ---- the fast build: flags, the wrapper, the precompiled headers ----------------------------
 
 const std::vector<std::string> kTrusted = {"/venv/torch/include", "/venv/torch/include/torch/csrc/api/include",
