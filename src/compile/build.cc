@@ -175,9 +175,11 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
   launch.request.device = job.toolchain.device;
   BuildWorkerOutcome ran = run_worker(launch);
   if (fast && ran.start_error.empty() && ran.failure && ran.failure->traceback &&
-      ran.failure->traceback->find(fast->root.string()) != std::string::npos) {
-    // The failure names the fast build's own files (a precompiled header GCC refused to read):
-    // kbv's fault, not the candidate's. Built again the plain way, in the same entry.
+      names_precompiled_header(*ran.failure->traceback, fast->root)) {
+    // The failure names a precompiled header (one GCC refused to read): kbv's fault, not the
+    // candidate's. Built again the plain way, in the same entry. (A candidate can name it in its
+    // own error too: it gets a second, plain build of the same code, nothing else:
+    // examples/level1/19_ReLU/cpu_pch_fallback.py.)
     launch.env.erase("CXX");
     fs::remove_all(b.extensions_dir, ec);
     fs::create_directories(b.extensions_dir, ec);
