@@ -138,7 +138,9 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
   auto cached = [&]() {
     FileText t = read_file(marker);
     json j = t.ok ? json::parse(t.text, nullptr, false) : json();
-    if (!j.is_object()) return false;
+    // Never a kind that takes the sample out of judgement (an entry a forged reply wrote before kbv
+    // refused such replies): built again.
+    if (!j.is_object() || decided_by_kbv_only(j.value("kind", ""))) return false;
     b.ok = j.value("ok", false);
     b.kind = j.value("kind", "");
     b.message = rename_for(j.value("message", ""), job.solution_path);
@@ -173,9 +175,11 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
   launch.request.device = job.toolchain.device;
   BuildWorkerOutcome ran = run_worker(launch);
   if (fast && ran.start_error.empty() && ran.failure && ran.failure->traceback &&
-      ran.failure->traceback->find(fast->root.string()) != std::string::npos) {
-    // The failure names the fast build's own files (a precompiled header GCC refused to read):
-    // kbv's fault, not the candidate's. Built again the plain way, in the same entry.
+      names_precompiled_header(*ran.failure->traceback, fast->root)) {
+    // The failure names a precompiled header (one GCC refused to read): kbv's fault, not the
+    // candidate's. Built again the plain way, in the same entry. (A candidate can name it in its
+    // own error too: it gets a second, plain build of the same code, nothing else:
+    // examples/level1/19_ReLU/cpu_pch_fallback.py.)
     launch.env.erase("CXX");
     fs::remove_all(b.extensions_dir, ec);
     fs::create_directories(b.extensions_dir, ec);
@@ -220,7 +224,7 @@ BuildResult build_cached(const BuildJob& job, const RunBuildWorker& run_worker) 
     }
   }
   // Deterministic outcomes are cached; a timeout or a crash may be the machine's fault.
-  if (b.kind != "timeout" && b.kind != "crashed" && b.kind != "interrupted") {
+  if (b.kind != "timeout" && b.kind != "crashed" && !decided_by_kbv_only(b.kind)) {
     json j = {{"ok", b.ok}, {"kind", b.kind}, {"message", unname(b.message, job.solution_path)},
               {"diagnostics", b.diagnostics}};
     if (b.fast.rfind("fell back", 0) == 0) j["plain_fallback"] = true;

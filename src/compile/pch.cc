@@ -209,9 +209,11 @@ std::string check_pch_flags(const std::vector<std::string>& flags, const std::ve
       "-O([0-3sgz]|fast)?|-std=[a-z0-9+]+|-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+\"-]*)?|-U[A-Za-z_][A-Za-z0-9_]*|"
       "-g[0-3]?|-w|-pthread|-fPIC|-fpic|-shared|-f(no-)?[a-z0-9][a-z0-9-]*(=[a-z0-9_.+-]+)?|"
       "-m[a-z0-9][a-z0-9=_.+-]*|-W[a-z0-9][a-z0-9=_-]*");
-  // -f options that read or write files, load code, or instrument across files.
+  // -f options that read or write files, load code, or instrument across files. C++ modules
+  // (-fmodules-ts, -fmodule-header, -fmodule-mapper=FILE) write a gcm.cache folder beside the
+  // compile or read a mapper file (examples/level1/19_ReLU/cpu_pch_modules.py).
   static const std::regex refused_f(
-      "-f(no-)?(plugin|profile|auto-profile|dump|opt-info|callgraph|stack-usage|save-optimization|lto|"
+      "-f(no-)?(plugin|profile|auto-profile|dump|opt-info|callgraph|stack-usage|save-optimization|lto|module|"
       "debug-prefix|file-prefix|macro-prefix|coverage|test-coverage|branch-probabilities|record-gcc|"
       "diagnostics-format|create-profile|sanitize-coverage|instrument|asan|tsan|ubsan|gen-).*");
   auto trusted_dir = [&](const std::string& d) {
@@ -255,7 +257,9 @@ std::string build_pch(const FastBuild& fb, const std::vector<std::string>& flags
   const fs::path tmp = fb.root / fmt::format("{}.tmp-{}", key, ::getpid());
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp / "torch", ec);
-  std::vector<std::string> argv = {fb.compiler};
+  // In its own temporary folder (`env -C`): whatever GCC writes beside the compile (a flag allowed
+  // today that a later GCC makes write a file) lands there and goes with it, never in kbv's folder.
+  std::vector<std::string> argv = {"env", "-C", tmp.string(), fb.compiler};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-x", "c++-header", header.string(), "-o", (tmp / "torch" / "extension.h.gch").string()});
   RunResult r = run_command(argv, {}, std::chrono::seconds(900));
@@ -312,6 +316,16 @@ int learn_pch(const FastBuild& fb, const fs::path& extensions_dir, std::string& 
     fs::remove(w, ec);
   }
   return built;
+}
+
+bool names_precompiled_header(const std::string& text, const fs::path& root) {
+  const std::string prefix = root.string() + "/";
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+    const size_t key_at = at + prefix.size();
+    if (text.size() >= key_at + 64 + 7 && is_key(text.substr(key_at, 64)) && text.compare(key_at + 64, 7, "/torch/") == 0)
+      return true;
+  }
+  return false;
 }
 
 }  // namespace kbv

@@ -51,4 +51,10 @@ std::string build_pch(const FastBuild& fb, const std::vector<std::string>& flags
 // for the next candidates; the want files are removed. Returns how many were built.
 int learn_pch(const FastBuild& fb, const std::filesystem::path& extensions_dir, std::string& error);
 
+// Whether a build's failure text names one of the precompiled headers under `root` (a .gch GCC
+// refused, or the header copy beside it): <root>/<key>/torch/... Every compile command names the
+// wrapper (<root>/kbv-cxx) and, with a header, the folder (-I<root>/<key>): neither alone is the
+// fast build's fault, and a compile error of the candidate's own was built twice for it.
+bool names_precompiled_header(const std::string& text, const std::filesystem::path& root);
+
 }  // namespace kbv

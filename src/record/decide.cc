@@ -14,9 +14,16 @@ bool is_sticky_cuda_error(const std::string& m) {
   return false;
 }
 
+bool decided_by_kbv_only(const std::string& kind) { return kind == "harness_error" || kind == "interrupted"; }
+
 FailureKind classify(const WorkerFailure& f, const std::string& fallback_kind) {
   switch (f.status) {
     case WorkerFailure::Status::failed:
+      // A reply is a claim (the candidate can write the worker's channel): a kind that would take
+      // the sample out of judgement is the fallback's, and the message says what was claimed
+      // (examples/level1/19_ReLU/cpu_forge_host_failure.py).
+      if (decided_by_kbv_only(f.kind))
+        return {fallback_kind, "the worker's reply claimed " + f.kind + ", which only kbv decides: " + f.message};
       return {f.kind.empty() ? fallback_kind : f.kind, f.message};
     case WorkerFailure::Status::timeout:
       return {"timeout", f.detail};

@@ -28,7 +28,12 @@ struct FailureKind {
   std::string kind;
   std::string message;
 };
+// A worker's reply never names a kind that kbv alone decides (harness_error, interrupted: they take
+// the sample out of judgement); such a reply is the fallback kind.
 FailureKind classify(const WorkerFailure& failure, const std::string& fallback_kind);
+// harness_error and interrupted: kinds only kbv's own observations give (a worker that could not
+// start, kbv being interrupted), never a worker's reply nor a cached outcome.
+bool decided_by_kbv_only(const std::string& kind);
 
 // Sets verdict and message; `correctness` follows the verdict.
 void set_verdict(Record& record, Verdict verdict, const std::string& message);

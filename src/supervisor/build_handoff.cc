@@ -77,11 +77,12 @@ struct Item {
 
 }  // namespace
 
-std::string pack_build_entry(const fs::path& dir, std::string& error) {
+std::string pack_build_entry(const fs::path& dir, std::string& error, uint64_t max_bytes) {
   error.clear();
   std::string out = kMagic;
   const fs::path ext = dir / "ext";
   std::error_code ec;
+  uint64_t total = 0;  // file contents so far: sizes checked before anything is read
   if (fs::is_directory(ext, ec)) {
     for (auto it = fs::recursive_directory_iterator(ext, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
@@ -94,6 +95,13 @@ std::string pack_build_entry(const fs::path& dir, std::string& error) {
       } else if (fs::is_regular_file(st)) {
         // torch's lock file of a finished build (none is left unless a build was killed) is not part of it
         if (it->path().filename() == "lock") continue;
+        total += fs::file_size(it->path(), ec);
+        if (ec) break;
+        if (total > max_bytes) {
+          error = fmt::format("{} holds more than {} bytes of files (at {}): not published, an eval host builds it",
+                              dir.string(), max_bytes, rel);
+          return "";
+        }
         error = add(out, 'f', rel, it->path());
       }
       if (!error.empty()) return "";
@@ -162,13 +170,13 @@ std::string unpack_build_entry(const std::string& bytes, const fs::path& dir) {
     }
     fs::create_directories(target.parent_path(), ec);
     if (std::string why = write_file_atomic(target, item.bytes); !why.empty()) return why;
-    ::chmod(target.c_str(), static_cast<mode_t>(item.mode & 0777));
+    ::chmod(target.c_str(), static_cast<mode_t>(item.mode & 0755));
     set_time(target, item);
   }
   // Folders last: writing their files moved their times.
   for (const Item& item : items) {
     if (item.kind == 'd') {
-      ::chmod((dir / item.rel).c_str(), static_cast<mode_t>(item.mode & 0777));
+      ::chmod((dir / item.rel).c_str(), static_cast<mode_t>(item.mode & 0755));
       set_time(dir / item.rel, item);
     }
   }

@@ -8,7 +8,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -58,6 +61,23 @@ void remove_stale_shm(int pid) {
   std::string prefix = fmt::format("kbv-{}-", pid);
   for (const auto& entry : fs::directory_iterator("/dev/shm", ec))
     if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
+}
+
+// The names of the /dev/shm files process `pid` maps (its live exports: a worker maps every buffer
+// it exports until it releases it, and unlinks it then); nullopt when its maps cannot be read.
+std::optional<std::set<std::string>> shm_files_mapped_by(int pid) {
+  std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+  if (!maps) return std::nullopt;
+  std::set<std::string> names;
+  const std::string folder = "/dev/shm/";
+  for (std::string line; std::getline(maps, line);) {
+    const size_t at = line.find(folder);
+    if (at == std::string::npos) continue;
+    std::string name = line.substr(at + folder.size());
+    if (const size_t sp = name.find(' '); sp != std::string::npos) name.resize(sp);  // " (deleted)"
+    names.insert(name);
+  }
+  return names;
 }
 
 // The sandbox's folders belong to uid 65534 when kbv is root (the confined workers run as it).
@@ -371,9 +391,14 @@ void WorkerProcess::remove_sandbox_files() {
   if (owns_shm_) {
     fs::remove_all(shm_dir_, ec);
   } else if (!keep_shm_prefix_.empty() && sweeps_shared_shm_) {
-    // A candidate's files in its reference's folder: everything not the reference's.
-    for (const auto& entry : fs::directory_iterator(shm_dir_, ec))
-      if (entry.path().filename().string().rfind(keep_shm_prefix_, 0) != 0) fs::remove(entry.path(), ec);
+    // A candidate's files in its reference's folder: everything not the reference's. A name is not
+    // proof (the candidate owns the folder and can name a file as the reference's: a plant that
+    // outlived it, examples/level1/19_ReLU/cpu_shm_plant.py): the reference's are those it maps.
+    const auto mapped = shm_files_mapped_by(std::atoi(keep_shm_prefix_.c_str() + 4));  // "kbv-<pid>-"
+    for (const auto& entry : fs::directory_iterator(shm_dir_, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(keep_shm_prefix_, 0) != 0 || (mapped && !mapped->count(name))) fs::remove(entry.path(), ec);
+    }
   }
   scratch_.clear();
   owns_shm_ = false;

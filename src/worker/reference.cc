@@ -306,7 +306,7 @@ msg::CheckReply check(ReferenceState& s, const msg::CheckRequest& request) {
                                s.expected.size());
   } else {
     for (size_t i = 0; i < outs.size(); ++i) {
-      at::Tensor actual = s.h.transfers.import_tensor(outs[i]);
+      at::Tensor actual = s.h.transfers.import_copy(outs[i]);  // a truncated file: an error, never SIGBUS
       Comparison c = compare_tensors(s.expected[i], actual, tol);
       json cj = c.to_json();
       cj["output"] = i;
@@ -318,8 +318,11 @@ msg::CheckReply check(ReferenceState& s, const msg::CheckRequest& request) {
     }
   }
   // Inputs must be as the reference left its own copy (unchanged unless the reference mutates them).
-  for (size_t k = 0; k < s.shared_inputs.size(); ++k)
-    if (!same_values(s.ref_inputs_after[k], s.shared_inputs[k])) reply.mutated_inputs.push_back(s.shared_input_positions[k]);
+  // Read through the file: an input the candidate truncated is a changed input, not a dead reference.
+  for (size_t k = 0; k < s.shared_inputs.size(); ++k) {
+    std::optional<at::Tensor> now = s.h.transfers.read_export(s.shared_inputs[k]);
+    if (!now || !same_values(s.ref_inputs_after[k], *now)) reply.mutated_inputs.push_back(s.shared_input_positions[k]);
+  }
   return reply;
 }
 

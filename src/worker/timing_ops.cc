@@ -244,7 +244,12 @@ msg::Done time_draw(ReferenceState& s, const msg::TimeDrawRequest& request) {
   // The candidate's next timed call follows at once: no pool of ours may still spin then.
   SerialIntraOp serial;
   serial.on();
-  load_fresh(s, s.timing.staging, request.fresh_seed + request.index);
+  // Drawn into memory of ours, then written through the shared files: a candidate that truncated
+  // one makes it grow back, where a store into the mapping would be SIGBUS in the reference.
+  std::vector<at::Tensor> drawn;
+  for (const auto& view : s.timing.staging) drawn.push_back(at::empty_like(view));
+  load_fresh(s, drawn, request.fresh_seed + request.index);
+  for (size_t i = 0; i < drawn.size(); ++i) s.timing.transfers.write_export(s.timing.staging[i], drawn[i]);
   sync_device(s.h.device);
   return msg::Done{};
 }

@@ -60,6 +60,30 @@ bool from_hex(const std::string& s, void* data, size_t n) {
 }
 #endif
 
+// Reads or writes all `n` bytes at offset 0 of `fd`; false on an error or a short transfer (a
+// file its peer truncated reads short).
+bool read_all(int fd, void* data, size_t n) {
+  auto* p = static_cast<char*>(data);
+  for (size_t done = 0; done < n;) {
+    ssize_t got = ::pread(fd, p + done, n - done, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* data, size_t n) {
+  const auto* p = static_cast<const char*>(data);
+  for (size_t done = 0; done < n;) {
+    ssize_t put = ::pwrite(fd, p + done, n - done, static_cast<off_t>(done));
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return false;
+    done += static_cast<size_t>(put);
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string dtype_name(at::ScalarType type) {
@@ -129,11 +153,12 @@ nlohmann::json TransferSet::export_tensor(const at::Tensor& tensor_in, at::Tenso
     fail(fmt::format("ftruncate {} to {} bytes: {}", m.shm_name, alloc, std::strerror(err)));
   }
   m.ptr = mmap(nullptr, alloc, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
   if (m.ptr == MAP_FAILED) {
+    close(fd);
     shm_unlink(m.shm_name.c_str());
     fail(fmt::format("mmap {}: {}", m.shm_name, std::strerror(errno)));
   }
+  m.fd = fd;  // kept: the peer may truncate the file, and reads and writes through it cannot fault
   mappings_.push_back(m);
   if (bytes) std::memcpy(m.ptr, tensor.data_ptr(), bytes);
   handle["transport"] = "shm";
@@ -189,6 +214,54 @@ at::Tensor TransferSet::import_tensor(const nlohmann::json& handle) {
   return at::from_blob(m.ptr, sizes, at::TensorOptions().dtype(type));
 }
 
+at::Tensor TransferSet::import_copy(const nlohmann::json& handle) {
+  if (!handle.is_object() || handle.value("transport", "") != "shm") return import_tensor(handle);
+  // import_tensor checks the handle (name, dtype, sizes against bytes) and the file's size, and
+  // maps it; the values are then read through the file, never through that mapping.
+  at::Tensor mapped = import_tensor(handle);
+  const size_t bytes = handle.at("bytes").get<size_t>();
+  at::Tensor out = at::empty(mapped.sizes(), mapped.options());
+  const std::string name = handle.value("name", "");
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) fail(fmt::format("shm_open {}: {}", name, std::strerror(errno)));
+  const bool whole = read_all(fd, out.data_ptr(), bytes);
+  close(fd);
+  if (!whole) fail(fmt::format("shared buffer {} is shorter than its handle says (truncated by its writer)", name));
+  return out;
+}
+
+const TransferSet::Mapping* TransferSet::export_of(const at::Tensor& view) const {
+  for (const auto& m : mappings_)
+    if (m.exported && m.ptr == view.data_ptr()) return &m;
+  return nullptr;
+}
+
+std::optional<at::Tensor> TransferSet::read_export(const at::Tensor& view) const {
+  const Mapping* m = export_of(view);
+  if (!m || m->fd < 0) return view;  // device memory, or not a buffer of ours: as it is
+  at::Tensor out = at::empty(view.sizes(), view.options());
+  const size_t bytes = static_cast<size_t>(view.numel()) * view.element_size();
+  struct stat st{};
+  if (fstat(m->fd, &st) != 0 || static_cast<size_t>(st.st_size) < m->bytes) return std::nullopt;
+  if (!read_all(m->fd, out.data_ptr(), bytes)) return std::nullopt;
+  return out;
+}
+
+void TransferSet::write_export(const at::Tensor& view, const at::Tensor& values) {
+  const Mapping* m = export_of(view);
+  if (!m || m->fd < 0) {
+    view.copy_(values);
+    return;
+  }
+  at::Tensor v = values.to(view.scalar_type()).contiguous();
+  const size_t bytes = static_cast<size_t>(view.numel()) * view.element_size();
+  if (static_cast<size_t>(v.numel()) * v.element_size() != bytes)
+    fail(fmt::format("writing {} bytes into the shared buffer {} of {} bytes", v.numel() * v.element_size(),
+                     m->shm_name, bytes));
+  // A peer that truncates the file again afterwards faults in its own mapping, not in ours.
+  if (!write_all(m->fd, v.data_ptr(), bytes)) fail(fmt::format("writing {}: {}", m->shm_name, std::strerror(errno)));
+}
+
 void TransferSet::clear() {
   for (auto& m : mappings_) {
     if (m.cuda) {
@@ -200,6 +273,7 @@ void TransferSet::clear() {
 #endif
     } else {
       munmap(m.ptr, m.bytes);
+      if (m.fd >= 0) close(m.fd);
       if (m.exported) shm_unlink(m.shm_name.c_str());
     }
   }

@@ -3,6 +3,7 @@
 // Handle JSON: {"kind": "tensor", "transport": "shm"|"cuda_ipc", "name" | "ipc": ...,
 //               "bytes": N, "dtype": "float32", "sizes": [...]}
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,17 @@ class TransferSet {
   nlohmann::json export_tensor(const at::Tensor& tensor, at::Tensor* view = nullptr);
   // Maps a peer's handle. The tensor stays valid until clear(). Throws on a bad handle.
   at::Tensor import_tensor(const nlohmann::json& handle);
+  // What a judge reads of a peer (the reference of a candidate): a CPU handle's file read into
+  // memory of this process, so that a peer that truncates its file makes a short read (thrown as an
+  // error naming the buffer), never SIGBUS in the judge (examples/level1/19_ReLU/cpu_truncate_input.py).
+  // A CUDA handle is mapped as import_tensor does (device memory cannot be shrunk under us).
+  at::Tensor import_copy(const nlohmann::json& handle);
+  // The current values of a buffer this process exported (`view` from export_tensor), read through
+  // its file: nullopt when the peer truncated the file. A CUDA export: `view` itself.
+  std::optional<at::Tensor> read_export(const at::Tensor& view) const;
+  // Writes `values` into a buffer this process exported, through its file (a truncated file grows
+  // back, where a store into the mapping would be SIGBUS). A CUDA export: copied on the device.
+  void write_export(const at::Tensor& view, const at::Tensor& values);
   // Unmaps everything imported, frees everything exported.
   void clear();
 
@@ -39,7 +51,9 @@ class TransferSet {
     bool cuda = false;
     bool exported = false;
     std::string shm_name;  // exported shm: unlinked at clear()
+    int fd = -1;           // exported shm: its file, for read_export/write_export; closed at clear()
   };
+  const Mapping* export_of(const at::Tensor& view) const;
   std::vector<Mapping> mappings_;
   unsigned counter_ = 0;
 };

@@ -167,12 +167,12 @@ struct RunOutcome {
 };
 
 RunOutcome eval_attack(const std::string& attack, const std::string& sandbox, const fs::path& dir,
-                       const std::map<std::string, std::string>& env) {
+                       const std::map<std::string, std::string>& env, const std::string& second = "cpu_honest.py") {
   const fs::path run = dir / ("run-" + sandbox);
   fs::remove_all(run);
   fs::create_directories(run);
   fs::copy_file(kSource / "examples/level1/19_ReLU" / attack, run / "level_1_problem_19_sample_0_kernel.py");
-  fs::copy_file(kSource / "examples/level1/19_ReLU/cpu_honest.py", run / "level_1_problem_19_sample_1_kernel.py");
+  fs::copy_file(kSource / "examples/level1/19_ReLU" / second, run / "level_1_problem_19_sample_1_kernel.py");
   std::vector<std::string> argv = {KBV_BINARY, "eval", "--problems", (kSource / "problems").string(), "--run",
                                    run.string(), "--level", "1", "--device", "cpu", "--trials", "1", "--timing",
                                    "off", "--policy", "lenient", "--sandbox", sandbox, "--warm-workers", "1"};
@@ -255,6 +255,17 @@ TEST(Warm, ACandidateCannotReachTheWorkerWaitingForTheNext) {
       << said(off);
   for (const auto& [sample, rec] : off.records) EXPECT_EQ(rec.value("warm_worker", true), false) << said(off);
   kill_group(waiting->pid);
+}
+
+// A candidate's files in the /dev/shm folder of its reference, named as the reference's own, do not
+// outlive it: sample 1 (the same file, in the worker that waited beside sample 0) finds no plant
+// of sample 0's and raises if it does (examples/level1/19_ReLU/cpu_shm_plant.py).
+TEST(Warm, APlantInTheSharedFolderDoesNotOutliveItsCandidate) {
+  if (std::string why = sandbox::refusal(sandbox::Mode::strict, sandbox::probe()); !why.empty())
+    GTEST_SKIP() << "needs every sandbox layer: " << why;
+  const fs::path dir = scratch_dir("warm", "plant");
+  RunOutcome o = eval_attack("cpu_shm_plant.py", "strict", dir, {}, "cpu_shm_plant.py");
+  expect_contained(o, dir / "cache-strict");
 }
 
 }  // namespace

@@ -81,6 +81,41 @@ TEST(BuildHandoff, AnEntryWithoutAResultIsNotPackedAndDamagedBytesAreRefused) {
   EXPECT_FALSE(fs::exists(d.root / "pwned"));
 }
 
+TEST(BuildHandoff, AHugeOrWorldWritableBuildFolderIsNotTakenAsItIs) {
+  // What a candidate's build can leave in its ext folder: a file far larger than any extension
+  // (sparse here, so the test writes nothing), a file and a folder writable by everyone.
+  Dirs d("hostile");
+  const fs::path from = d.root / "a" / "key", to = d.root / "b" / "key";
+  fs::create_directories(from / "ext" / "kbv_ext" / "open");
+  ASSERT_EQ(write_file_atomic(from / "result.json", R"({"ok": true, "kind": ""})"), "");
+  ASSERT_EQ(write_file_atomic(from / "ext" / "kbv_ext" / "kbv_ext.so", "so"), "");
+  ::chmod((from / "ext" / "kbv_ext" / "kbv_ext.so").c_str(), 0777);
+  ::chmod((from / "ext" / "kbv_ext" / "open").c_str(), 0777);
+  std::string error;
+  std::string bytes = pack_build_entry(from, error);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(unpack_build_entry(bytes, to), "");
+  struct stat st {};
+  ASSERT_EQ(::stat((to / "ext" / "kbv_ext" / "kbv_ext.so").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u) << "no write bit for others on the eval host";
+  ASSERT_EQ(::stat((to / "ext" / "kbv_ext" / "open").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+
+  ASSERT_EQ(write_file_atomic(from / "ext" / "kbv_ext" / "huge", ""), "");
+  fs::resize_file(from / "ext" / "kbv_ext" / "huge", 64ULL << 30);  // 64 GiB, a hole
+  bytes = pack_build_entry(from, error);
+  EXPECT_EQ(bytes, "");
+  EXPECT_NE(error.find("not published"), std::string::npos) << error;
+  // The limit is on the sum of the files.
+  fs::remove(from / "ext" / "kbv_ext" / "huge");
+  ASSERT_EQ(write_file_atomic(from / "ext" / "kbv_ext" / "a", std::string(600, 'a')), "");
+  ASSERT_EQ(write_file_atomic(from / "ext" / "kbv_ext" / "b", std::string(600, 'b')), "");
+  EXPECT_EQ(pack_build_entry(from, error, 1000), "");
+  EXPECT_NE(error, "");
+  EXPECT_NE(pack_build_entry(from, error, 4096), "");
+  EXPECT_EQ(error, "");
+}
+
 TEST(BuildHandoff, PublishedBuildIsFetchedIntoAnotherCache) {
   Dirs d("queue");
   std::string error;

@@ -175,6 +175,38 @@ TEST(BuildCache, AWorkerThatCannotStartIsTheHostsFailureAndNotCached) {
   fs::remove_all(d);
 }
 
+// A build worker's reply that claims the host's failure is the candidate's (its module body can
+// write the reply: examples/level1/19_ReLU/cpu_forge_host_failure.py): a compile_error, cached as
+// one; an entry a forged reply left before is not an outcome and is built again.
+TEST(BuildCache, AReplyClaimingTheHostsFailureIsACompileErrorAndAForgedEntryIsRebuilt) {
+  fs::path d = temp_dir();
+  int calls = 0;
+  auto forging = [&](const BuildLaunch&) {
+    ++calls;
+    BuildWorkerOutcome out;
+    WorkerFailure f;
+    f.kind = "harness_error";
+    f.message = "cannot start the build worker: fork: Resource temporarily unavailable";
+    out.failure = f;
+    return out;
+  };
+  BuildResult r = build_cached(job(d / "cache", "forged", d / "s.py"), forging);
+  EXPECT_EQ(r.kind, "compile_error") << r.message;
+  BuildResult again = build_cached(job(d / "cache", "forged", d / "s.py"), forging);
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.kind, "compile_error");
+  EXPECT_EQ(calls, 1);
+  // An entry cached with such a kind (by a kbv that took the reply's word) is built again.
+  const BuildEntry entry = build_entry(job(d / "cache", "forged", d / "s.py"));
+  std::ofstream(entry.dir / "result.json")
+      << R"({"ok": false, "kind": "harness_error", "message": "cannot start the build worker", "diagnostics": []})";
+  BuildResult rebuilt = build_cached(job(d / "cache", "forged", d / "s.py"), forging);
+  EXPECT_FALSE(rebuilt.cached);
+  EXPECT_EQ(rebuilt.kind, "compile_error");
+  EXPECT_EQ(calls, 2);
+  fs::remove_all(d);
+}
+
 // ---- the fast build: flags, the wrapper, the precompiled headers ----------------------------
 
 const std::vector<std::string> kTrusted = {"/venv/torch/include", "/venv/torch/include/torch/csrc/api/include",
@@ -196,7 +228,11 @@ TEST(PchFlags, FlagsThatNameFilesOrLoadCodeAreRefused) {
        {std::vector<std::string>{"-include", "/tmp/evil.h"}, {"-include/tmp/evil.h"}, {"-imacros", "/tmp/m.h"},
         {"-fplugin=/tmp/p.so"}, {"@/tmp/args"}, {"-Wp,-include,/tmp/evil.h"}, {"-B/tmp/bin"}, {"--sysroot=/tmp"},
         {"-specs=/tmp/s"}, {"-I/tmp/mine"}, {"-isystem", "/tmp/mine"}, {"-fprofile-use=/tmp/p"},
-        {"-fdump-tree-all"}, {"-iquote", "/tmp"}, {"-DX=/tmp/y"}, {"-x", "c"}}) {
+        {"-fdump-tree-all"}, {"-iquote", "/tmp"}, {"-DX=/tmp/y"}, {"-x", "c"},
+        // C++ modules write gcm.cache/ beside the compile (kbv's working folder) or read a mapper
+        // file (examples/level1/19_ReLU/cpu_pch_modules.py)
+        {"-fmodules-ts"}, {"-fmodule-header"}, {"-fmodule-header=user"}, {"-fmodule-mapper=map"},
+        {"-fno-modules-ts"}}) {
     std::vector<std::string> f = torch_flags();
     f.insert(f.end(), extra.begin(), extra.end());
     EXPECT_NE(check_pch_flags(f, kTrusted), "") << extra.front();
@@ -327,6 +363,43 @@ TEST(FastBuild, AtMostSoManyPrecompiledHeadersPerToolchain) {
   EXPECT_NE(build_pch(fb, {"-O3", "-DN=3"}, 3), "");
   ::unsetenv("ARGS_OUT");
   fs::remove_all(d);
+}
+
+TEST(FastBuild, APrecompileRunsInItsOwnFolderNotKbvs) {
+  // GCC writes some outputs beside the compile (gcm.cache/ of -fmodules-ts, refused above): the
+  // precompile runs in its temporary folder, which becomes the header's or is removed.
+  fs::path d = temp_dir();
+  FastBuild fb = fake_fast(d);
+  write(d / "pwd-c++", "#!/bin/bash\npwd > \"$PWD_OUT\"\nexec \"$(dirname \"$0\")/fake-c++\" \"$@\"\n", true);
+  fb.compiler = (d / "pwd-c++").string();
+  ::setenv("ARGS_OUT", (d / "args").c_str(), 1);
+  ::setenv("PWD_OUT", (d / "pwd").c_str(), 1);
+  const std::vector<std::string> flags = {"-O3", "-isystem", (d / "inc").string()};
+  EXPECT_EQ(build_pch(fb, flags), "");
+  ::unsetenv("ARGS_OUT");
+  ::unsetenv("PWD_OUT");
+  std::vector<std::string> pwd = lines_of(d / "pwd");
+  ASSERT_EQ(pwd.size(), 1u);
+  const std::string root = fs::weakly_canonical(fb.root).string();
+  EXPECT_EQ(pwd[0].rfind(root + "/" + pch_flags_key(flags) + ".tmp-", 0), 0u) << pwd[0];
+  EXPECT_NE(fs::weakly_canonical(pwd[0]), fs::weakly_canonical(fs::current_path()));
+  fs::remove_all(d);
+}
+
+TEST(FastBuild, OnlyAFailureNamingAPrecompiledHeaderIsTheFastBuildsFault) {
+  const fs::path root = "/cache/pch/abc";
+  const std::string key(64, 'e');
+  // Every compile error names the wrapper (ninja echoes the command): the candidate's own error.
+  EXPECT_FALSE(names_precompiled_header(
+      "[1/2] /cache/pch/abc/kbv-cxx -MMD -c main.cpp\nmain.cpp:3:1: error: 'foo' was not declared", root));
+  // With a header, the command names its folder too: still the candidate's error.
+  EXPECT_FALSE(names_precompiled_header("/cache/pch/abc/kbv-cxx -I/cache/pch/abc/" + key + " -c main.cpp\n"
+                                        "main.cpp:3:1: error: x",
+                                        root));
+  // GCC on the header itself, or an error located in the copy beside it: the fast build's.
+  EXPECT_TRUE(names_precompiled_header("/cache/pch/abc/" + key + "/torch/extension.h.gch: not a PCH file", root));
+  EXPECT_TRUE(names_precompiled_header("In file included from /cache/pch/abc/" + key + "/torch/extension.h:1", root));
+  EXPECT_FALSE(names_precompiled_header("/cache/pch/abcd/" + key + "/torch/extension.h.gch", root));
 }
 
 }  // namespace

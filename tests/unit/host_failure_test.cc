@@ -40,6 +40,36 @@ TEST(HostFailure, IsItsOwnVerdictThatJudgesNoCandidate) {
   EXPECT_TRUE(compiled.judges_candidate());
 }
 
+// A worker's reply is a claim the candidate can forge (its code runs in the worker and can write
+// the reply channel): a failed reply that names harness_error or interrupted does not take the
+// sample out of judgement (examples/level1/19_ReLU/cpu_forge_host_failure.py, cpu_forge_interrupted.py).
+TEST(HostFailure, AReplyCannotClaimTheHostsFailureOrAnInterrupt) {
+  for (const char* claimed : {"harness_error", "interrupted"}) {
+    WorkerFailure forged;
+    forged.kind = claimed;
+    forged.message = "cannot start the build worker: fork: Resource temporarily unavailable";
+    FailureKind built = classify(forged, "compile_error");
+    EXPECT_EQ(built.kind, "compile_error") << claimed;
+    EXPECT_NE(built.message.find(std::string("claimed ") + claimed), std::string::npos) << built.message;
+    Record b;
+    fail_build(b, built.kind, built.message);
+    EXPECT_EQ(b.verdict, Verdict::compile_error) << claimed;
+    EXPECT_TRUE(b.judges_candidate());
+    Record c;
+    fail_candidate(c, forged, "trial 0 D1 (x1)");
+    EXPECT_EQ(c.verdict, Verdict::runtime_error) << claimed;
+    EXPECT_TRUE(c.judges_candidate());
+  }
+  // kbv's own observations still say so: an interrupted channel, a worker that could not start.
+  WorkerFailure cut;
+  cut.status = WorkerFailure::Status::channel_error;
+  cut.interrupted = true;
+  EXPECT_EQ(classify(cut, "compile_error").kind, "interrupted");
+  WorkerFailure plain;
+  plain.kind = "protocol_error";
+  EXPECT_EQ(classify(plain, "runtime_error").kind, "protocol_error");
+}
+
 // The batch path: the build queue's result of a build worker that could not start reaches
 // evaluate_pair, which ends there with harness_error (no reference worker is started for it).
 TEST(HostFailure, ABuildWorkerThatCouldNotStartEndsThePairAsAHostFailure) {
