@@ -1,9 +1,6 @@
 // KernelBench's eval_results.json shape from kbv records.
 #include "formats/eval_results.h"
 
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -24,31 +21,14 @@ nlohmann::ordered_json entry_of(const Record& record) {
                                                                : nlohmann::ordered_json(to_json(record.metadata));
   // KernelBench has no flaky status: correctness false, and why here (docs/METRICS.md).
   if (record.verdict == Verdict::flaky) entry["metadata"]["kbv_flaky"] = record.message;
-  entry["runtime"] = record.runtime > 0 ? upstream_rounded(record.runtime) : record.runtime;
-  entry["runtime_stats"] = record.unknown.absent.count("runtime_stats") ? nlohmann::ordered_json::object()
-                                                                        : upstream_runtime_stats(record.runtime_stats);
-  // Said where kbv measured the timing (an imported record's stats are upstream's, already rounded).
-  if (record.runtime > 0 && !record.kernelbench) entry["metadata"][kTimingRoundingKey] = kTimingRoundingNote;
+  entry["runtime"] = record.runtime;
+  entry["runtime_stats"] = record.unknown.absent.count("runtime_stats")
+                               ? nlohmann::ordered_json::object()
+                               : nlohmann::ordered_json(record.runtime_stats);
   return entry;
 }
 
 }  // namespace
-
-double upstream_rounded(double x) {
-  if (!std::isfinite(x)) return x;
-  // printf's %.3g rounds an exact tie to even, as Python's format does (fmt's may not).
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", x);
-  return std::strtod(text, nullptr);
-}
-
-nlohmann::ordered_json upstream_runtime_stats(const nlohmann::json& stats) {
-  nlohmann::ordered_json out(stats);
-  if (!out.is_object()) return out;
-  for (const char* key : {"mean", "std", "min", "max"})
-    if (out.contains(key) && out[key].is_number()) out[key] = upstream_rounded(out[key].get<double>());
-  return out;
-}
 
 nlohmann::ordered_json kernelbench_eval_results(const std::vector<Record>& records) {
   // problem id -> sample id -> record; std::map keeps both in numeric order.

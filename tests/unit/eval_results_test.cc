@@ -64,43 +64,8 @@ TEST(KernelBenchEvalResults, KeysInUpstreamOrder) {
   EXPECT_DOUBLE_EQ(sample["runtime_stats"]["mean"].get<double>(), 2.25);
   EXPECT_EQ(out.dump(),
             R"({"3":[{"sample_id":0,"compiled":true,"correctness":false,)"
-            R"("metadata":{"hardware":"H200","kbv_timing_rounding":")" + std::string(kTimingRoundingNote) +
-                R"("},"runtime":2.25,)"
+            R"("metadata":{"hardware":"H200"},"runtime":2.25,)"
             R"("runtime_stats":{"mean":2.25,"std":0.01}}]})");
-}
-
-// Upstream's get_timing_stats keeps 3 significant digits of mean, std, min and max
-// (float(f"{x:.3g}")); the export rounds them the same way, ties to even as Python does (values
-// below from Python 3.11), says so in the entry's metadata, and leaves the record whole.
-TEST(KernelBenchEvalResults, TimingStatsRoundedAsUpstreamRoundsThem) {
-  EXPECT_DOUBLE_EQ(upstream_rounded(1.23456), 1.23);
-  EXPECT_DOUBLE_EQ(upstream_rounded(0.000123456), 0.000123);
-  EXPECT_DOUBLE_EQ(upstream_rounded(12345.6), 12300.0);
-  EXPECT_DOUBLE_EQ(upstream_rounded(999.5), 1000.0);
-  EXPECT_DOUBLE_EQ(upstream_rounded(12.25), 12.2) << "an exact tie rounds to even";
-  EXPECT_DOUBLE_EQ(upstream_rounded(1234.5), 1230.0);
-  nlohmann::json r = rec(4, 0, true, 1.23456);
-  r["runtime_stats"] = {{"mean", 1.23456}, {"std", 0.0123456}, {"min", 1.0004}, {"max", 12345.6},
-                        {"median", 1.23456}, {"num_trials", 100}};
-  RecordRead read = record_from_json(r);
-  ASSERT_TRUE(read.ok());
-  const std::vector<Record> timed = {read.record};
-  const auto out = kbv::kernelbench_eval_results(timed);
-  const auto& e = out["4"][0];
-  EXPECT_EQ(e["runtime"].get<double>(), 1.23);
-  EXPECT_EQ(e["runtime_stats"]["mean"].get<double>(), 1.23);
-  EXPECT_EQ(e["runtime_stats"]["std"].get<double>(), 0.0123);
-  EXPECT_EQ(e["runtime_stats"]["min"].get<double>(), 1.0);
-  EXPECT_EQ(e["runtime_stats"]["max"].get<double>(), 12300.0);
-  EXPECT_EQ(e["runtime_stats"]["median"].get<double>(), 1.23456) << "upstream has no median: kbv's, whole";
-  EXPECT_EQ(e["runtime_stats"]["num_trials"], 100);
-  EXPECT_EQ(e["metadata"][kTimingRoundingKey], kTimingRoundingNote);
-  EXPECT_EQ(read.record.runtime, 1.23456) << "the record keeps full precision";
-  EXPECT_EQ(read.record.runtime_stats["mean"].get<double>(), 1.23456);
-  // Not timed: nothing rounded and nothing said.
-  const std::vector<Record> not_timed = {record_from_json(rec(5, 0, false, -1.0)).record};
-  const auto untimed = kbv::kernelbench_eval_results(not_timed);
-  EXPECT_FALSE(untimed["5"][0]["metadata"].contains(kTimingRoundingKey)) << untimed.dump();
 }
 
 TEST(KernelBenchEvalResults, MissingFieldsGetDefaults) {
