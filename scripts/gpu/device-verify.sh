@@ -30,6 +30,7 @@
 #                 KBV_SUITE_ARGS, e.g. "--skip REGEX --budget 1")
 #   probe         bench/gpu_probe.py (pure torch: placement, process, launch and drift effects on one
 #                 memory-bound call; KBV_PROBE_ARGS)
+#   warm           bench/bench.py warm on this host's idle CPUs (issue 26; KBV_WARM_ARGS, default --limit 6 --samples 2 --repeats 2)
 #   aa|aa_diag|repeat|overhead|side_stream|protocol|tf32   bench/bench.py's timing benchmarks (KBV_BENCH_ARGS;
 #                 protocol after aa in one chain takes kbv's timing walls from the A/A records)
 # KBV_STAGE_TIMEOUT (seconds, default 540) bounds each command of a stage (aa: KBV_AA_TIMEOUT, 1500;
@@ -227,6 +228,10 @@ stage() {
       timeout "$limit" "$python" bench/gpu_probe.py --json "$dir/gpu_probe.json" ${KBV_PROBE_ARGS:-} \
         > "$dir/stdout.log" 2> "$dir/stderr.log"
       say "gpu_probe rc=$?"; cat "$dir/stderr.log" | tail -12 ;;
+    warm)  # issue 26: warm workers where cores are idle (this host's CPUs; CPU examples, 6 problems)
+      OUT=$dir timeout "$limit" "$python" bench/bench.py warm --kbv "$build/kbv" --cache-dir "$cache" \
+        ${KBV_WARM_ARGS:---limit 6 --samples 2 --repeats 2} > "$dir/stdout.log" 2> "$dir/stderr.log"
+      say "bench warm rc=$?"; tail -30 "$dir/stdout.log"; tail -5 "$dir/stderr.log" ;;
     aa|aa_diag|repeat|overhead|side_stream|protocol|tf32)
       local extra=()  # protocol after aa in the same chain: kbv's side from the A/A records
       [[ $name == protocol && -e $out/aa/aa.json ]] && extra=(--from-aa "$out/aa/aa.json")
