@@ -55,10 +55,13 @@ bool has_worker_module(const fs::path& dir) {
   return false;
 }
 
+// How worker/transfer.cc names the shared-memory buffers of process `pid`: kbv-<pid>-...
+std::string shm_prefix(int pid) { return fmt::format("kbv-{}-", pid); }
+
 // Removes shared-memory buffers a dead worker left behind (/dev/shm/kbv-<pid>-*).
 void remove_stale_shm(int pid) {
   std::error_code ec;
-  std::string prefix = fmt::format("kbv-{}-", pid);
+  const std::string prefix = shm_prefix(pid);
   for (const auto& entry : fs::directory_iterator("/dev/shm", ec))
     if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
 }
@@ -215,7 +218,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
       o.env_set["KBV_SHM_SHARED"] = "1";
     } else if (target.reference && !target.reference->shm_dir().empty()) {
       w->shm_dir_ = target.reference->shm_dir();
-      w->keep_shm_prefix_ = fmt::format("kbv-{}-", target.reference->pid());
+      w->shm_owner_ = target.reference->pid();
       // A pre-started one makes no file there until it is handed a candidate; one stopped before
       // (its ping failed in WarmPool::settle) must not sweep the running candidate's files.
       w->sweeps_shared_shm_ = !target.warm;
@@ -390,14 +393,15 @@ void WorkerProcess::remove_sandbox_files() {
   if (!scratch_.empty()) fs::remove_all(scratch_, ec);
   if (owns_shm_) {
     fs::remove_all(shm_dir_, ec);
-  } else if (!keep_shm_prefix_.empty() && sweeps_shared_shm_) {
+  } else if (shm_owner_ > 0 && sweeps_shared_shm_) {
     // A candidate's files in its reference's folder: everything not the reference's. A name is not
     // proof (the candidate owns the folder and can name a file as the reference's: a plant that
     // outlived it, examples/level1/19_ReLU/cpu_shm_plant.py): the reference's are those it maps.
-    const auto mapped = shm_files_mapped_by(std::atoi(keep_shm_prefix_.c_str() + 4));  // "kbv-<pid>-"
+    const std::string prefix = shm_prefix(shm_owner_);
+    const auto mapped = shm_files_mapped_by(shm_owner_);
     for (const auto& entry : fs::directory_iterator(shm_dir_, ec)) {
       const std::string name = entry.path().filename().string();
-      if (name.rfind(keep_shm_prefix_, 0) != 0 || (mapped && !mapped->count(name))) fs::remove(entry.path(), ec);
+      if (name.rfind(prefix, 0) != 0 || (mapped && !mapped->count(name))) fs::remove(entry.path(), ec);
     }
   }
   scratch_.clear();

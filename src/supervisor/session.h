@@ -136,7 +136,7 @@ class WorkerProcess {
   std::string pid_ns_;
   std::filesystem::path scratch_, shm_dir_;
   bool owns_shm_ = false;
-  std::string keep_shm_prefix_;
+  int shm_owner_ = 0;  // a candidate sharing its reference's shm folder: the reference's pid
   bool sweeps_shared_shm_ = true;  // false for a pre-started candidate until hand_build()
   std::vector<int> cpus_;
   void note_namespace_strays();
