@@ -176,7 +176,10 @@ PairedSpeedup paired_speedup(std::span<const PairedRound> rounds, const std::str
     // kept round to the last, so it holds the ratio at every point of the run, not its average.
     lo = std::min(trend->first, trend->last);
     hi = std::max(trend->first, trend->last);
-    if (trend->t > t975(static_cast<int>(k) - 2)) out.drift = std::exp(trend->last - trend->first) - 1;
+    if (trend->t > t975(static_cast<int>(k) - 2)) {
+      out.drift = std::exp(trend->last - trend->first) - 1;
+      out.drift_ends = {std::exp(trend->first), std::exp(trend->last)};
+    }
   }
   out.interval = SpeedupInterval{std::exp(mean), std::exp(std::min(lo, mean) - half), std::exp(std::max(hi, mean) + half)};
   return out;

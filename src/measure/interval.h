@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kbv {
@@ -64,6 +65,7 @@ struct PairedSpeedup {
   // round numbers whose slope passes Student's t at 95%, 3 rounds at least): the line's change from
   // the first kept round to the last (0.05: the ratio grew 5%); 0 without one.
   double drift = 0;
+  std::pair<double, double> drift_ends{0, 0};  // with a drift: the line's ratio at the first and the last kept round
   int kept() const { return static_cast<int>(rounds.size() - stalled.size()); }
 };
 

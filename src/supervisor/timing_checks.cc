@@ -296,12 +296,9 @@ void note_paired_rounds(Record& record, const std::map<std::string, PairedSpeedu
                                "the candidate's {:.4g} ms)",
                                mode, r, ps.ratios[i], mid, mode, ps.baseline_ms[i], ps.candidate_ms[i]));
     }
-    if (ps.interval && ps.drift != 0) {
-      // The trend line's ends, from the kept ratios' geometric mean and the drift between them.
-      const double first = ps.interval->speedup / std::sqrt(1 + ps.drift), last = first * (1 + ps.drift);
+    if (ps.interval && ps.drift != 0)
       add(drifted, fmt::format("{}: {:+.1f}% from the first kept round to the last (about {:.3g}x to {:.3g}x)", mode,
-                               100 * ps.drift, first, last));
-    }
+                               100 * ps.drift, ps.drift_ends.first, ps.drift_ends.second));
     if (!ps.interval)
       add(few, fmt::format("{}: {} of {} rounds usable{}", mode, ps.kept(), pairs,
                            ps.stalled.empty() ? "" : fmt::format(" ({} set aside as stalled)", ps.stalled.size())));

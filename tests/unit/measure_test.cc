@@ -428,6 +428,8 @@ TEST(SpeedupDrift, ARatioThatTrendsThroughTheRunIsSpannedNotAveraged) {
   const PairedSpeedup ps = paired_speedup(rounds);
   ASSERT_TRUE(ps.interval);
   EXPECT_NEAR(ps.drift, 0.05, 0.002);
+  EXPECT_NEAR(ps.drift_ends.first, 1.0, 0.002) << "the line's ratio at the first round";
+  EXPECT_NEAR(ps.drift_ends.second, 1.05, 0.002) << "and at the last";
   EXPECT_LE(ps.interval->low, 1.0);
   EXPECT_GE(ps.interval->high, 1.05);
 }
