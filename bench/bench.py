@@ -153,10 +153,17 @@ def aa_rows(work):
             continue
         med = [r["timing"]["candidate"]["median_ms"] for r in timed]
         sp = [r["timing"]["speedup"].get("fp32") for r in timed]
+        # the paired interval of each record (issue 28): [low, high] of the fp32 speedup, its width
+        ci = [r["timing"].get("speedup_ci95", {}).get("fp32") for r in timed]
         pair = max(abs(a / b - 1) for a, b in itertools.permutations(med, 2))
         rows.append({"problem": name, "median_ms": med, "speedup_fp32": sp,
                      "worst_abs_speedup_minus_1": max(abs(x - 1) for x in sp if x),
                      "worst_pairwise": pair,
+                     "speedup_ci95_fp32": ci, "pairs": [r["timing"].get("pairs") for r in timed],
+                     "ci95_width": [c[1] - c[0] if c else None for c in ci],
+                     "ci95_contains_1": [bool(c) and c[0] <= 1 <= c[1] for c in ci],
+                     "warnings": [[f.get("rule") for f in r.get("findings", []) if f.get("severity") == "warn"]
+                                  for r in timed],
                      "rse": [r["timing"]["candidate"]["rse"] for r in timed],
                      "discarded": [r["timing"]["candidate"]["discarded"] for r in timed],
                      "samples": [r["timing"]["candidate"]["samples"] for r in timed],
@@ -182,6 +189,11 @@ def aa_summary(rows, repeats, wall):
         summary.update({"median_worst_pairwise": statistics.median(pw), "worst_pairwise": max(pw),
                         "worst_problem": worst["problem"], "median_worst_speedup_vs_fp32": statistics.median(sv),
                         "worst_speedup_vs_fp32": max(sv), "target": "median <= 0.003, worst <= 0.01"})
+        widths = [w for r in ok for w in r.get("ci95_width", []) if w is not None]
+        inside = [c for r in ok for c in r.get("ci95_contains_1", [])]
+        if widths:  # identical kernels: every paired interval should hold 1, and be narrow
+            summary.update({"ci95_width_median": statistics.median(widths), "ci95_width_max": max(widths),
+                            "ci95_records": len(widths), "ci95_contain_1": sum(inside)})
     return summary
 
 
