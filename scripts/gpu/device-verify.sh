@@ -48,6 +48,7 @@ root=$PWD
 out=${OUT:-$root/build-gpu/out}
 python=${KBV_PYTHON:-/opt/torch/.venv/bin/python3}
 export KBV_PYTHON=$python
+export KBV_E2E_KEEP=1  # the e2e tests keep their scratch folders: keep_scratch brings them back
 build=${KBV_GPU_BUILD:-$root/build-gpu}  # KBV_GPU_BUILD: a build folder elsewhere (scripts/gpu/check.sh)
 cache=$build/test-cache  # the tests' KBV_TEST_CACHE
 limit=${KBV_STAGE_TIMEOUT:-540}

@@ -4,11 +4,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "util/fs.h"
@@ -44,9 +47,28 @@ inline Outcome run_kbv(const std::vector<std::string>& args, const fs::path& jso
   return o;
 }
 
+// The scratch folders of this test process, removed when it exits with every test passed (a
+// failed test's records and worker logs stay for a look; KBV_E2E_KEEP=1 keeps them all, as the GPU
+// check does to bring them back). Without this a full ctest left ~1,100 folders, tens of GB, in TMP.
+struct ScratchFolders {
+  std::set<fs::path> roots;
+  ~ScratchFolders() {
+    if (std::getenv("KBV_E2E_KEEP") != nullptr) return;
+    if (testing::UnitTest::GetInstance()->failed_test_count() > 0) return;
+    std::error_code ec;
+    for (const fs::path& r : roots) fs::remove_all(r, ec);
+  }
+};
+inline ScratchFolders& scratch_folders() {
+  static ScratchFolders folders;
+  return folders;
+}
+
 // An empty folder TMP/kbv-e2e-<suite>-<pid>/<name>: a test process's own, emptied first.
 inline fs::path scratch_dir(const std::string& suite, const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("kbv-e2e-" + suite + "-" + std::to_string(::getpid())) / name;
+  fs::path root = fs::temp_directory_path() / ("kbv-e2e-" + suite + "-" + std::to_string(::getpid()));
+  scratch_folders().roots.insert(root);
+  fs::path d = root / name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
