@@ -70,7 +70,8 @@ Stats baseline_entry_stats(const nlohmann::json& entry);
 
 // Adds one problem's entry to a baseline file being written (`kbv baseline --export`):
 // file["level<level>"][problem_file] = {"mean", "std", "min", "max", "median", "num_trials",
-// "hardware", "device"} from kbv's cached stats ({"mean_ms", "std_ms", ...}).
+// "hardware", "device"} from kbv's cached stats ({"mean_ms", "std_ms", ...}); mean, std, min and
+// max rounded to 3 significant digits as upstream's files store them (upstream_rounded).
 void add_baseline_entry(nlohmann::json& file, int level, const std::string& problem_file, const nlohmann::json& stats,
                         const std::string& hardware, const std::string& device);
 

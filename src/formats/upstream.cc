@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "formats/eval_results.h"
 #include "formats/json_read.h"
 #include "problem/problem.h"
 #include "util/fs.h"
@@ -393,9 +394,12 @@ nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records,
     if (!imported && runtime > 0 && r.runtime_stats.is_object() && r.runtime_stats.contains("mean") &&
         r.runtime_stats["mean"].is_number())
       runtime = r.runtime_stats["mean"].get<double>();
-    e["runtime"] = runtime;
+    // Rounded as upstream's get_timing_stats rounds (3 significant digits), as kbv's verified
+    // table compares it (report/summary.cc mean_speedup); the record keeps them whole.
+    e["runtime"] = runtime > 0 ? upstream_rounded(runtime) : runtime;
     e["runtime_stats"] = r.unknown.absent.count("runtime_stats") ? nlohmann::ordered_json::object()
-                                                                 : nlohmann::ordered_json(r.runtime_stats);
+                                                                 : upstream_runtime_stats(r.runtime_stats);
+    if (!imported && runtime > 0) e["metadata"][kTimingRoundingKey] = kTimingRoundingNote;
     // Peak memory: kbv's measurement, else what an import carried.
     auto positive = [](std::optional<double> x) -> std::optional<double> {
       if (!x || !(*x > 0) || !std::isfinite(*x)) return std::nullopt;

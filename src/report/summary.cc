@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "formats/eval_results.h"
 #include "protocol/registry.h"
 #include "record/trust.h"
 
@@ -131,7 +132,8 @@ SampleView view_of(const Record& record) {
         if (record.timing->candidate && base.contains(baseline) && base[baseline].is_object())
           if (auto cm = positive(record.timing->candidate->mean_ms))
             if (auto bm = base[baseline].find("mean_ms"); bm != base[baseline].end() && bm->is_number())
-              if (auto b = positive(bm->get<double>())) v.mean_speedup[baseline] = *b / *cm;
+              if (auto b = positive(bm->get<double>()))  // the figures upstream's files store
+                v.mean_speedup[baseline] = upstream_rounded(*b) / upstream_rounded(*cm);
       }
     if (auto s = positive(record.timing->speed_of_light)) v.speed_of_light = *s;
   }

@@ -39,8 +39,10 @@ struct SampleView {
   bool standard_incomplete = false;               // D1 checks that ran passed, but a failure elsewhere stopped them
   std::map<std::string, double> speedup;          // per baseline: baseline time / candidate time
   std::map<std::string, Interval> speedup_ci95;   // per baseline: its 95% interval, when the record has one
-  // per baseline: baseline mean / candidate mean, when the record has both (upstream's speedup is a
-  // ratio of means: the verified table uses it where a native record has it)
+  // per baseline: baseline mean / candidate mean, when the record has both, each rounded to 3
+  // significant digits first (upstream_rounded): upstream's speedup is a ratio of the means its
+  // baseline file and eval_results store, both so rounded. The verified table uses it where a
+  // record has it.
   std::map<std::string, double> mean_speedup;
   std::map<std::string, SpeedupCall> calls;       // per baseline: faster, slower, no measurable difference
   std::vector<std::string> timing_warnings;       // short labels of the record's timing warnings (record/trust.h)

@@ -2,8 +2,9 @@
 """`kbv report --table verified` against KernelBench-Verified's own scoring code (issue 29).
 
 A synthetic upstream run (two levels, three samples per problem: correct, wrong, untimed, not
-compiled, missing, missing from the hidden file, ties, a speedup of exactly 1, problems without a
-baseline time or baseline memory, and level 2's problems 23/80/83) is imported with `kbv import`,
+compiled, missing, missing from the hidden file, ties, a speedup of exactly 1, a sample faster
+only below upstream's 3-digit rounding, problems without a baseline time or baseline memory, and
+level 2's problems 23/80/83) is imported with `kbv import`,
 written back with `kbv export --format verified`, and scored twice:
   - by upstream's functions on the exported files, as generate_leaderboard.py's assemble_data
     calls them (merge_hidden_eval, parse_eval_results, patch_sample, compute_best_of_n_metrics,
@@ -98,7 +99,10 @@ def synthesize(root):
             (data / f"level{level}" / name).write_text(
                 "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
                 "def get_inputs():\n    return [torch.rand(4)]\n\ndef get_init_inputs():\n    return []\n")
-            mean = round(rnd.uniform(0.5, 4.0), 4)
+            # Upstream's baseline files hold get_timing_stats' 3 significant digits; the samples'
+            # runtimes below carry 4 decimals, more than upstream stores, so kbv's export must round
+            # them as its verified table does for the two to agree (upstream_3g).
+            mean = upstream_3g(rnd.uniform(0.5, 4.0))
             entry = {"mean": mean, "std": 0.01, "hardware": "H200", "device": "cuda:0"}
             if pid % 5 != 3:  # some problems have no baseline memory
                 entry["peak_memory"] = rnd.randrange(1 << 20, 1 << 28)
@@ -119,6 +123,10 @@ def synthesize(root):
                     runtime = mean  # a speedup of exactly 1 (not > 1)
                 if pid == 4 and timed:
                     runtime = round(mean / 1.5, 4)  # every timed sample ties: the first wins
+                if pid == 5 and timed:
+                    # 0.04% faster than the baseline at 4 decimals, the same time at upstream's 3
+                    # digits: speedup exactly 1 once rounded, not fast_1 (the rounding's boundary)
+                    runtime = round(mean * 0.9996, 4)
                 e = {"sample_id": sid, "compiled": True, "correctness": correct, "metadata": {},
                      "runtime": runtime,
                      "runtime_stats": {"mean": runtime} if timed else {}}
@@ -135,6 +143,28 @@ def synthesize(root):
     bfile = root / "baseline_time_torch_tf32.json"
     bfile.write_text(json.dumps(baseline))
     return run, data, bfile, baseline
+
+
+def upstream_3g(x):
+    """get_timing_stats' rounding (KBV src/eval.py): 3 significant digits."""
+    return float(f"{x:.3g}")
+
+
+def rounding_decides(run, baseline):
+    """Timed correct samples whose speedup falls on the other side of a fast_p threshold once the
+    runtime is rounded as upstream stores it: the synthetic run must have some, or it cannot tell
+    a rounding export from a whole one."""
+    out = []
+    for level in LEVELS:
+        bl = baseline[f"level{level}"]
+        means = {int(k.split("_")[0]): e["mean"] for k, e in bl.items() if e}
+        for key, e in json.loads((run / f"eval_results_level{level}.json").read_text()).items():
+            pid = int(key.split("_")[0])
+            if e.get("correctness") and e.get("runtime", -1) > 0 and pid in means:
+                b, r = means[pid], e["runtime"]
+                if any((b / r > p) != (b / upstream_3g(r) > p) for p in P_VALUES):
+                    out.append((level, key))
+    return out
 
 
 def kbv(binary, *args):
@@ -246,6 +276,9 @@ def main():
         untimed = sum(s["correct_untimed"] for s in report["runs"][0]["verified"]["scopes"] if s["level"])
         if untimed == 0:
             problems.append("the synthetic run has no problem whose only correct samples are untimed: change its seed")
+        if not rounding_decides(run, baseline):
+            problems.append("the synthetic run has no sample whose fast_p depends on upstream's 3-digit rounding: "
+                            "change its seed")
         if excluded != [(2, 23), (2, 80), (2, 83)]:
             problems.append(f"kbv's report excluded {excluded}, expected level 2's 23, 80, 83")
         sources = [("the committed re-statement", restated_module())]

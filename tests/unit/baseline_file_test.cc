@@ -55,3 +55,20 @@ TEST(BaselineFile, ExportEntryHasUpstreamsKeysAndTheMedian) {
   EXPECT_DOUBLE_EQ(back.median_ms, 2.4);
   EXPECT_EQ(back.samples, 9);
 }
+
+// Upstream's baseline files hold get_timing_stats' figures, 3 significant digits; the export
+// writes kbv's cached stats the same way (kbv's median whole), so upstream's scoring reads the
+// means kbv's verified table divides by.
+TEST(BaselineFile, ExportRoundsAsUpstreamsBaselineFiles) {
+  json file = json::object();
+  json stats = {{"mean_ms", 2.34567}, {"std_ms", 0.0123456}, {"min_ms", 2.0004}, {"max_ms", 12.25},
+                {"median_ms", 2.34567}, {"samples", 100}};
+  kbv::add_baseline_entry(file, 1, "19_ReLU.py", stats, "NVIDIA H100", "cuda:0");
+  const json& e = file["level1"]["19_ReLU.py"];
+  EXPECT_EQ(e["mean"].get<double>(), 2.35);
+  EXPECT_EQ(e["std"].get<double>(), 0.0123);
+  EXPECT_EQ(e["min"].get<double>(), 2.0);
+  EXPECT_EQ(e["max"].get<double>(), 12.2) << "an exact tie, to even";
+  EXPECT_EQ(e["median"].get<double>(), 2.34567) << "kbv's own key stays whole";
+  EXPECT_EQ(stats["mean_ms"].get<double>(), 2.34567) << "the cached stats are not touched";
+}

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -64,8 +66,72 @@ TEST(KernelBenchEvalResults, KeysInUpstreamOrder) {
   EXPECT_DOUBLE_EQ(sample["runtime_stats"]["mean"].get<double>(), 2.25);
   EXPECT_EQ(out.dump(),
             R"({"3":[{"sample_id":0,"compiled":true,"correctness":false,)"
-            R"("metadata":{"hardware":"H200"},"runtime":2.25,)"
+            R"("metadata":{"hardware":"H200","kbv_timing_rounding":")" + std::string(kTimingRoundingNote) +
+                R"("},"runtime":2.25,)"
             R"("runtime_stats":{"mean":2.25,"std":0.01}}]})");
+}
+
+// upstream_rounded is float(f"{x:.3g}"): every expected value below is what Python 3.11 gives.
+TEST(UpstreamRounded, ThreeSignificantDigitsAsPythonsFormat) {
+  EXPECT_EQ(upstream_rounded(1.23456), 1.23);
+  EXPECT_EQ(upstream_rounded(0.000123456), 0.000123);
+  EXPECT_EQ(upstream_rounded(12345.6), 12300.0);
+  EXPECT_EQ(upstream_rounded(123456789.0), 123000000.0);
+  EXPECT_EQ(upstream_rounded(999.5), 1000.0) << "a carry into a fourth digit";
+  EXPECT_EQ(upstream_rounded(0.99951), 1.0);
+  EXPECT_EQ(upstream_rounded(1.0005), 1.0);
+  EXPECT_EQ(upstream_rounded(-2.345), -2.35) << "-2.345 is stored a little above the tie in magnitude";
+  EXPECT_EQ(upstream_rounded(0.125), 0.125) << "already 3 digits: unchanged";
+}
+
+TEST(UpstreamRounded, ExactTiesGoToEvenAndNearTiesByTheirBinaryValue) {
+  EXPECT_EQ(upstream_rounded(12.25), 12.2) << "12.25 is exact in binary: a tie, to even";
+  EXPECT_EQ(upstream_rounded(12.35), 12.3) << "12.35 is stored as 12.3499999...";
+  EXPECT_EQ(upstream_rounded(1234.5), 1230.0) << "the dropped 4.5 is under half of the last kept digit's 10";
+  EXPECT_EQ(upstream_rounded(1235.0), 1240.0) << "an exact tie, to even";
+  EXPECT_EQ(upstream_rounded(2.675), 2.67) << "2.675 is stored as 2.67499999...";
+}
+
+TEST(UpstreamRounded, ZeroTinyHugeAndNonFinite) {
+  EXPECT_EQ(upstream_rounded(0.0), 0.0);
+  EXPECT_TRUE(std::signbit(upstream_rounded(-0.0))) << "-0 stays -0, as float('-0') does";
+  EXPECT_EQ(upstream_rounded(-1.0), -1.0) << "kbv's and upstream's 'not timed'";
+  EXPECT_EQ(upstream_rounded(1.23456e-300), 1.23e-300);
+  EXPECT_EQ(upstream_rounded(1e-310), 1e-310) << "a subnormal";
+  EXPECT_EQ(upstream_rounded(5e-324), 5e-324) << "the smallest subnormal: 4.94e-324 reads back as itself";
+  EXPECT_EQ(upstream_rounded(9.995e307), 1e308);
+  EXPECT_EQ(upstream_rounded(std::numeric_limits<double>::max()), std::numeric_limits<double>::infinity())
+      << "1.8e+308 is past the largest double: Python's float() reads infinity";
+  EXPECT_EQ(upstream_rounded(std::numeric_limits<double>::infinity()), std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(upstream_rounded(std::nan(""))));
+}
+
+// Upstream's get_timing_stats keeps 3 significant digits of mean, std, min and max
+// (float(f"{x:.3g}"); the rounding itself: UpstreamRounded above); the export
+// rounds them the same way, says so in the entry's metadata, and leaves the record whole.
+TEST(KernelBenchEvalResults, TimingStatsRoundedAsUpstreamRoundsThem) {
+  nlohmann::json r = rec(4, 0, true, 1.23456);
+  r["runtime_stats"] = {{"mean", 1.23456}, {"std", 0.0123456}, {"min", 1.0004}, {"max", 12345.6},
+                        {"median", 1.23456}, {"num_trials", 100}};
+  RecordRead read = record_from_json(r);
+  ASSERT_TRUE(read.ok());
+  const std::vector<Record> timed = {read.record};
+  const auto out = kbv::kernelbench_eval_results(timed);
+  const auto& e = out["4"][0];
+  EXPECT_EQ(e["runtime"].get<double>(), 1.23);
+  EXPECT_EQ(e["runtime_stats"]["mean"].get<double>(), 1.23);
+  EXPECT_EQ(e["runtime_stats"]["std"].get<double>(), 0.0123);
+  EXPECT_EQ(e["runtime_stats"]["min"].get<double>(), 1.0);
+  EXPECT_EQ(e["runtime_stats"]["max"].get<double>(), 12300.0);
+  EXPECT_EQ(e["runtime_stats"]["median"].get<double>(), 1.23456) << "upstream has no median: kbv's, whole";
+  EXPECT_EQ(e["runtime_stats"]["num_trials"], 100);
+  EXPECT_EQ(e["metadata"][kTimingRoundingKey], kTimingRoundingNote);
+  EXPECT_EQ(read.record.runtime, 1.23456) << "the record keeps full precision";
+  EXPECT_EQ(read.record.runtime_stats["mean"].get<double>(), 1.23456);
+  // Not timed: nothing rounded and nothing said.
+  const std::vector<Record> not_timed = {record_from_json(rec(5, 0, false, -1.0)).record};
+  const auto untimed = kbv::kernelbench_eval_results(not_timed);
+  EXPECT_FALSE(untimed["5"][0]["metadata"].contains(kTimingRoundingKey)) << untimed.dump();
 }
 
 TEST(KernelBenchEvalResults, MissingFieldsGetDefaults) {

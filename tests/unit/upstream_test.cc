@@ -316,7 +316,7 @@ TEST_F(UpstreamTest, NativeRecordsExportWhatUpstreamsHarnessWrites) {
       {"correctness", false},
       {"verdict", "wrong_output"},
       {"runtime", 1.5},
-      {"runtime_stats", {{"mean", 1.75}, {"median", 1.5}}},
+      {"runtime_stats", {{"mean", 1.75432}, {"std", 0.0123456}, {"median", 1.5}}},
       {"metadata", {{"hardware", "NVIDIA H200"}, {"device", "cuda:0"}}},
       {"protocol", {{"name", "kbv"}, {"trials", 1}}},
       {"distributions", json::array({{{"distribution", "D1"}, {"passed", false}, {"comparisons", cmp}},
@@ -328,7 +328,12 @@ TEST_F(UpstreamTest, NativeRecordsExportWhatUpstreamsHarnessWrites) {
   auto hidden = verified_eval_results({record_from_json(native).record}, true);
   const auto& s = standard["19_2"];
   EXPECT_EQ(s["metadata"]["max_difference"], json::array({"0.500000"})) << s.dump();
-  EXPECT_DOUBLE_EQ(s["runtime"].get<double>(), 1.75) << "upstream's runtime is a mean";
+  // upstream's runtime is its mean, rounded to 3 significant digits as get_timing_stats rounds it
+  EXPECT_DOUBLE_EQ(s["runtime"].get<double>(), 1.75) << "upstream's runtime is a rounded mean";
+  EXPECT_DOUBLE_EQ(s["runtime_stats"]["mean"].get<double>(), 1.75);
+  EXPECT_DOUBLE_EQ(s["runtime_stats"]["std"].get<double>(), 0.0123);
+  EXPECT_DOUBLE_EQ(s["runtime_stats"]["median"].get<double>(), 1.5);
+  EXPECT_EQ(s["metadata"]["kbv_timing_rounding"], kTimingRoundingNote) << s.dump();
   EXPECT_EQ(json::parse(s["memory_stats"].dump()),
             (json{{"peak_bytes", 4096.0}, {"hardware", "NVIDIA H200"}, {"device", "cuda:0"}}));
   const auto& h = hidden["19_2"]["metadata"];

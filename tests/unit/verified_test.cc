@@ -207,6 +207,37 @@ TEST(VerifiedTable, NativeRecordsCompareMeansAsUpstreamDoes) {
   EXPECT_NEAR(*t.scopes[0].speedup, std::sqrt(1.5 * 3.0), 1e-12);
 }
 
+// Upstream's files store every mean at 3 significant digits (get_timing_stats), and its scoring
+// divides those stored figures: the verified table divides the same rounded means, the ones kbv's
+// verified export writes, so a candidate 0.07% faster than its baseline (1.2351 ms against
+// 1.236 ms: both 1.24 once rounded) has speedup 1, which is not fast_1, as upstream scores it.
+TEST(VerifiedTable, MeansRoundedAsUpstreamStoresThemDecideFast1) {
+  json a = rec(1, 1, 0, true, 1.5);
+  a["timing"]["candidate"] = {{"median_ms", 1.2}, {"mean_ms", 1.2351}};
+  a["timing"]["baselines"] = {{"tf32", {{"median_ms", 1.8}, {"mean_ms", 1.236}}}};
+  a["runtime_stats"] = {{"mean", 1.2351}, {"median", 1.2}, {"statistic", "median"}};
+  json b = rec(1, 2, 0, true, 1.5);  // far from the boundary: rounding moves it a little
+  b["timing"]["candidate"] = {{"median_ms", 1.0}, {"mean_ms", 1.00049}};
+  b["timing"]["baselines"] = {{"tf32", {{"median_ms", 2.0}, {"mean_ms", 2.0049}}}};
+  const std::vector<Record> records = typed({a, b});
+  RunSummary run = summarize("r", records, {}, "tf32", FastPMode::point);
+  ASSERT_GT(1.236 / 1.2351, 1.0) << "unrounded, problem 1 would count in fast_1";
+  EXPECT_EQ(run.samples.at(0).mean_speedup.at("tf32"), 1.0) << "1.24 / 1.24";
+  EXPECT_EQ(run.samples.at(1).mean_speedup.at("tf32"), 2.0 / 1.0) << "2.00 / 1.00";
+  VerifiedTable t = verified_table(run);
+  const VerifiedScope& l1 = t.scopes[0];
+  EXPECT_EQ(l1.winners, 2);
+  EXPECT_DOUBLE_EQ(l1.fast_p[kFast1], 0.5) << "problem 1's speedup is exactly 1: not > 1";
+  EXPECT_EQ(l1.fast_count[kFast1], 1);
+  ASSERT_TRUE(l1.speedup);
+  EXPECT_NEAR(*l1.speedup, std::sqrt(1.0 * 2.0), 1e-12);
+  // The export writes the figure the table divided by; the record keeps its own.
+  const auto exported = verified_eval_results(records, false);
+  EXPECT_EQ(exported["1_0"]["runtime"].get<double>(), 1.24) << exported.dump();
+  EXPECT_EQ(exported["1_0"]["runtime_stats"]["mean"].get<double>(), 1.24);
+  EXPECT_EQ(records[0].timing->candidate->mean_ms.value(), 1.2351);
+}
+
 TEST(VerifiedTable, StandardGateWithoutHiddenAndNoneWithoutWinners) {
   json r = rec(1, 1, 0, false, 2.0, -1, "kernelbench");
   r["protocol"]["distributions"] = json::array({{{"name", "D1"}, {"scale", 1.0}}});
