@@ -320,9 +320,9 @@ json runtime_findings(const json& audit, const json& reference_aliases, const js
   const bool token = token_reach(ablation, reach);
   if (token)
     add("no_custom_compute", "reject",
-        fmt::format("{}: at most {:.4f}% of any output's elements depend on the candidate's own code (fewer than "
-                    "{}%), the rest was computed by library code",
-                    reach.why, 100.0 * reach.fraction, 100.0 * kMinReachFraction),
+        fmt::format("a token own part: at most {:.4f}% of any output's elements depend on the candidate's own code "
+                    "(fewer than {}%), the rest was computed by library code ({})",
+                    100.0 * reach.fraction, 100.0 * kMinReachFraction, reach.why),
         "ablation: the model called with its own functions' results replaced by wrong values (audit.ablation)", "T11");
   // T11: (almost) none of the sampled CPU time of the own calls replayed alone, or of the whole
   // forward when there were no own calls to replay, was spent in the candidate's own code.
