@@ -9,7 +9,7 @@ scope), the own calls' part of the forward's CPU time (compute.forward_own_share
 ablation's changed output elements. Records are kept under --out.
 
 --device cuda: the CUDA candidates (cuda_* twins of the CPU ones) at GPU sizes (problem L2/12 at
-its full size and copies in tests/data/partial with in_features 512 to 32768); the `compute` columns
+its full size, and copies of it with in_features 512 to 32768 written under --out); the `compute` columns
 are then CUPTI's (the own kernels' part of the measured call's GPU time) and the replayed share is
 CPU-only. --cache-dir: kbv's cache (scripts/gpu/device-verify.sh's `partial` stage builds the
 candidates into it in parallel first).
@@ -31,13 +31,26 @@ SIZES = {
     "L": ("tests/data/partial/12_Gemm_Multiply_LeakyReLU_b64_k16384_n1024.py", "64x16384x1024"),
     "XL": ("tests/data/partial/12_Gemm_Multiply_LeakyReLU_b64_k65536_n1024.py", "64x65536x1024"),
 }
-# GPU sizes (batch x in x out): the suite's problem is L; the GEMM grows with in_features.
-SIZES_CUDA = {
-    "S": ("tests/data/partial/12_Gemm_Multiply_LeakyReLU_gpu_b4096_k512_n8192.py", "4096x512x8192"),
-    "M": ("tests/data/partial/12_Gemm_Multiply_LeakyReLU_gpu_b4096_k2048_n8192.py", "4096x2048x8192"),
-    "L": ("problems/level2/12_Gemm_Multiply_LeakyReLU.py", "4096x8192x8192"),
-    "XL": ("tests/data/partial/12_Gemm_Multiply_LeakyReLU_gpu_b4096_k32768_n8192.py", "4096x32768x8192"),
-}
+# GPU sizes (batch x in x out): the suite's problem is L; the GEMM grows with in_features (the
+# module-level constant the GPU evaluates at), the epilogue does not.
+GPU_PROBLEM = "problems/level2/12_Gemm_Multiply_LeakyReLU.py"
+GPU_IN_FEATURES = {"S": 512, "M": 2048, "L": 8192, "XL": 32768}
+
+
+def gpu_problem(size, out):
+    """The problem at GPU size `size`: the suite's file for L, else a copy with in_features changed."""
+    k = GPU_IN_FEATURES[size]
+    if k == 8192:
+        return ROOT / GPU_PROBLEM, f"4096x{k}x8192"
+    text = (ROOT / GPU_PROBLEM).read_text()
+    if "in_features = 8192\n" not in text:
+        raise SystemExit(f"{GPU_PROBLEM}: no 'in_features = 8192' line to resize")
+    path = out / "problems" / f"12_Gemm_Multiply_LeakyReLU_b4096_k{k}_n8192.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.replace("in_features = 8192\n", f"in_features = {k}\n", 1))
+    return path, f"4096x{k}x8192"
+
+
 CANDIDATES_CUDA = ["cuda_honest_torch_gemm", "cuda_inplace_epilogue", "cuda_dummy_epilogue", "cuda_zero_times_own",
                    "cuda_fnptr_wrapper", "cuda_own_slice", "cuda_token_kernel_wrapper"]
 CANDIDATES = ["cpu_honest_torch_gemm", "cpu_dummy_epilogue", "cpu_zero_times_own", "cpu_fnptr_wrapper",
@@ -75,9 +88,8 @@ def main():
     ap.add_argument("--cache-dir", default=None)
     args = ap.parse_args()
     cuda = args.device == "cuda"
-    sizes = SIZES_CUDA if cuda else SIZES
     args.candidates = args.candidates or ",".join(CANDIDATES_CUDA if cuda else CANDIDATES)
-    args.sizes = args.sizes or ",".join(sizes)
+    args.sizes = args.sizes or ",".join(GPU_IN_FEATURES if cuda else SIZES)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if cuda:
@@ -88,7 +100,10 @@ def main():
               "own calls' part of the forward's CPU time | ablation: output elements changed | no_custom_compute | s |")
     print("|---|---|---|---|---|---|---|---|")
     for size in args.sizes.split(","):
-        problem, shape = sizes[size]
+        if cuda:
+            problem, shape = gpu_problem(size, out)
+        else:
+            problem, shape = SIZES[size]
         for name in args.candidates.split(","):
             rec = out / f"{size}_{name}.json"
             t0 = time.time()
