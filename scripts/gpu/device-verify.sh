@@ -21,6 +21,9 @@
 #   sandbox       scripts/gpu/sandbox.sh: CUDA under --sandbox strict/off, IPC probes, Sandbox.* on cuda (issue 24)
 #   compile       scripts/gpu/compile.sh KBV_COMPILE_LIMIT (6): --fast-build off/on on CUDA sources (issue 27)
 #   bf16          the bf16 CUDA examples (GEMM, RMSNorm) at --precision bf16
+#   partial       issue 29: bench/partial_audit.py --device cuda, the honest partial replacements and the fallback
+#                 cheats of L2/12 (examples/level2/12_Gemm_Multiply_LeakyReLU/cuda_*) built in parallel first, then
+#                 evaluated at KBV_PARTIAL_SIZES (default S,L: in_features 512 and the suite's 8192; M, XL: 2048, 32768)
 #   prebuild-bg   prebuild in the background (CPU work), for GPU stages that need no build;
 #   prebuild-wait waits for it
 #   selftest      kbv selftest --device cuda (the CUDA confusion matrix), timing off
@@ -210,6 +213,14 @@ stage() {
           --cache-dir "$cache" --json "$dir/$n.json" > "$dir/$n.log" 2>&1
         say "$n rc=$?"; tail -12 "$dir/$n.log"
       done ;;
+    partial)
+      # Issue 29: does the GPU audit pass honest partial replacements and reject the fallbacks, at several sizes.
+      find examples/level2/12_Gemm_Multiply_LeakyReLU -name 'cuda_*.py' | sort | xargs -P 8 -I{} sh -c \
+        'timeout '"$limit"' "$0" build --solution "$1" --device cuda --cache-dir "$2" > "$3/$(basename "$1" .py).build.log" 2>&1 || echo "partial: build failed: $1"' \
+        "$build/kbv" {} "$cache" "$dir"
+      timeout "$limit" "$python" bench/partial_audit.py --device cuda --kbv "$build/kbv" --cache-dir "$cache" --out "$dir/records" \
+        --sizes "${KBV_PARTIAL_SIZES:-S,L}" ${KBV_PARTIAL_ARGS:-} > "$dir/table.md" 2> "$dir/stderr.log"
+      say "partial_audit rc=$?"; cat "$dir/table.md"; tail -5 "$dir/stderr.log" ;;
     verified)
       # Issue 29: the KernelBench-Verified protocol on the GPU (upstream's loop: 5 standard draws,
       # the hidden configs, 1e-3, mean timing without a flush) for CUDA examples.

@@ -294,6 +294,14 @@ ReachCall own_reach(const json& ablation) {
   return r;
 }
 
+bool token_reach(const json& ablation, const ReachCall& reach) {
+  if (reach.reach != Reach::reached || !ablation.is_object()) return false;
+  if (ablation.contains("raised") || ablation.contains("outputs_note")) return false;
+  if (ablation.value("outputs_replaced", int64_t{0}) <= 0 || ablation.value("elements_overwritten", int64_t{0}) != 0)
+    return false;
+  return reach.fraction < kMinReachFraction;
+}
+
 json runtime_findings(const json& audit, const json& reference_aliases, const json& stale_check,
                       const json& compute) {
   json findings = json::array();
@@ -303,13 +311,23 @@ json runtime_findings(const json& audit, const json& reference_aliases, const js
   };
 
   // T11: nothing the candidate's own code computes reaches the output (the ablation; both devices).
-  const ReachCall reach = own_reach(audit.value("ablation", json()));
+  const json ablation = audit.value("ablation", json());
+  const ReachCall reach = own_reach(ablation);
   if (reach.reach == Reach::not_reached)
     add("no_custom_compute", "reject", reach.why + ": the work was done by library code",
         "ablation: the model called with its own functions' results replaced by wrong values (audit.ablation)", "T11");
+  // T11: own code computes a token slice of the output (both devices; decided on reach, not time).
+  const bool token = token_reach(ablation, reach);
+  if (token)
+    add("no_custom_compute", "reject",
+        fmt::format("a token own part: at most {:.4f}% of any output's elements depend on the candidate's own code "
+                    "(fewer than {}%), the rest was computed by library code ({})",
+                    100.0 * reach.fraction, 100.0 * kMinReachFraction, reach.why),
+        "ablation: the model called with its own functions' results replaced by wrong values (audit.ablation)", "T11");
   // T11: (almost) none of the sampled CPU time of the own calls replayed alone, or of the whole
   // forward when there were no own calls to replay, was spent in the candidate's own code.
-  if (reach.reach != Reach::not_reached && compute.is_object() && compute.value("method", "") == "cpu-sampling") {
+  if (reach.reach != Reach::not_reached && !token && compute.is_object() &&
+      compute.value("method", "") == "cpu-sampling") {
     int64_t samples = compute.value("samples", int64_t{0});
     double share = compute.value("own_share", 0.0);
     const bool own_calls = compute.value("scope", "forward") == "own_calls";

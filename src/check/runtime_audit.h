@@ -93,6 +93,18 @@ struct ReachCall {
 };
 ReachCall own_reach(const nlohmann::json& ablation);
 
+// A token own part (issue 29): the own calls returned tensors, wrote nothing in place, and those
+// tensors, replaced in full by wrong values, changed fewer than kMinReachFraction of every
+// output's elements: the output is (almost) all library work, with own code computing a slice
+// of it (an own kernel recomputing out[0, 0] after PyTorch computed everything). Decided on what
+// the own code's results reach, not on a sampled time share, so the machine's load cannot move
+// it (a one-element own call is 1-2% own code when sampled, near the share's line, and 50
+// samples under load put it on either side). In-place writes are left out: the ablation
+// overwrites only the elements a call changed, and an honest in-place kernel (a clamp most
+// elements pass through unchanged) changes only those.
+inline constexpr double kMinReachFraction = 0.01;
+bool token_reach(const nlohmann::json& ablation, const ReachCall& reach);
+
 // All runtime-audit findings for one candidate, in the record's findings[] form.
 //   audit:     the candidate worker's reply to its two audit calls, merged:
 //              {"threads": [...], "aliases": [...], "determinism": [...], "compute": {...}}
@@ -102,8 +114,8 @@ ReachCall own_reach(const nlohmann::json& ablation);
 //   stale_check: the reference's check of the outputs of the same-storage/new-values call
 //              ({"passed", "reason", ...}); null when it could not run.
 //   compute:   the record's `compute` (cpu_compute's result, or the GPU side's), may be null.
-// no_custom_compute (T11, reject) when own_reach(audit["ablation"]) is not_reached, on either
-// device; on the CPU also when the sampled own share is below kMinOwnShare: of the own calls
+// no_custom_compute (T11, reject) when own_reach(audit["ablation"]) is not_reached or
+// token_reach holds, on either device; on the CPU also when the sampled own share is below kMinOwnShare: of the own calls
 // replayed alone (compute.scope "own_calls": an own function that hands its work to library
 // code, a forwarding wrapper), or of the whole forward when there were none to replay.
 nlohmann::json runtime_findings(const nlohmann::json& audit, const nlohmann::json& reference_aliases,

@@ -390,5 +390,53 @@ TEST(RuntimeFindings, ForwardingWrapperRejectedByItsReplayedShare) {
       << f[0]["message"];
 }
 
+TEST(RuntimeFindings, ATokenOwnSliceIsRejectedOnWhatItReachesWhateverItsShare) {
+  // PyTorch computes the output, an own call returns one recomputed element (out[0, 0]): reached,
+  // 1 of 4096. Rejected on the ablation alone, with the replayed share above the line (a loaded
+  // machine's 2 of 50 samples), below it, or on the GPU (no CPU sampling).
+  json audit = {{"ablation", ablation(1, 1, 0, {{1, 4096}})}};
+  EXPECT_EQ(own_reach(audit["ablation"]).reach, Reach::reached);
+  for (int own : {0, 1, 2, 10}) {
+    json obs = sampling(json::array(
+        {{{"object", "/x/own.so"}, {"own_object", true}, {"symbol", "_Z5slicev"}, {"count", own}},
+         {{"object", "/t/libtorch_cpu.so"}, {"own_object", false}, {"symbol", ""}, {"count", 50 - own}}}));
+    obs["scope"] = "own_calls";
+    json f = runtime_findings(audit, json::array(), nullptr, cpu_compute(obs));
+    ASSERT_EQ(findings_rules(f), json::array({"no_custom_compute:reject"})) << own << " own samples: " << f.dump();
+    EXPECT_NE(f[0]["message"].get<std::string>().find("depend on the candidate's own code (fewer than 1%)"),
+              std::string::npos)
+        << f[0]["message"];
+  }
+  EXPECT_EQ(findings_rules(runtime_findings(audit, json::array(), nullptr, nullptr)),
+            json::array({"no_custom_compute:reject"}));
+  // Of two outputs, a small one own code computes in full is not a token.
+  json two = {{"ablation", ablation(2, 2, 0, {{1, 4096}, {16, 16}})}};
+  EXPECT_TRUE(runtime_findings(two, json::array(), nullptr, nullptr).empty());
+}
+
+TEST(RuntimeFindings, TheTokenLineLeavesInPlaceWritesAndLargerSlicesAlone) {
+  // An honest in-place clamp that changed 3 of a million elements: the ablation overwrote only
+  // those, so few change; in-place writes are not judged by reach.
+  json in_place = {{"ablation", ablation(1, 0, 3, {{3, 1000000}})}};
+  EXPECT_TRUE(runtime_findings(in_place, json::array(), nullptr, nullptr).empty());
+  // A returned tensor and an in-place write in the same forward: not judged by reach either.
+  json mixed = {{"ablation", ablation(2, 1, 3, {{3, 1000000}})}};
+  EXPECT_TRUE(runtime_findings(mixed, json::array(), nullptr, nullptr).empty());
+  // One row of 16 (6.25%): above the line (docs/POLICY.md: a line an attacker can reach).
+  json row = {{"ablation", ablation(1, 1, 0, {{256, 4096}})}};
+  EXPECT_TRUE(runtime_findings(row, json::array(), nullptr, nullptr).empty());
+  // Just under and at the line.
+  json under = {{"ablation", ablation(1, 1, 0, {{99, 10000}})}};
+  EXPECT_EQ(findings_rules(runtime_findings(under, json::array(), nullptr, nullptr)),
+            json::array({"no_custom_compute:reject"}));
+  json at = {{"ablation", ablation(1, 1, 0, {{100, 10000}})}};
+  EXPECT_TRUE(runtime_findings(at, json::array(), nullptr, nullptr).empty());
+  // Forward raised under the poison: reached, never a token.
+  json raised = ablation(1, 1, 0, {});
+  raised.erase("outputs");
+  raised["raised"] = "ValueError: bad values";
+  EXPECT_TRUE(runtime_findings({{"ablation", raised}}, json::array(), nullptr, nullptr).empty());
+}
+
 }  // namespace
 }  // namespace kbv

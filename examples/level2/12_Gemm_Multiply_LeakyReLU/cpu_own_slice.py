@@ -1,9 +1,10 @@
 # Attack on the ablation (T11): PyTorch computes the whole output, then the own epilogue
 # recomputes one element (out[0, 0]) from the GEMM's output. Own code does reach the output, so
-# the ablation calls it reached (1 element of batch x out_features changes); but the own call,
-# replayed alone under the CPU sampler, spends its samples in pybind11 glue and ATen's allocation,
-# not in own code. A larger slice (a row) would pass (docs/POLICY.md, issue 29).
-# Expected verdict: rejected (no_custom_compute: replayed alone, the one-element own call is glue).
+# the ablation calls it reached, but only 1 element of batch x out_features changes: under the 1%
+# token line (docs/POLICY.md, "Token own parts"). Replayed alone under the CPU sampler, the own call
+# is 1-2% own code (pybind11 glue and ATen's allocation), too near the share's 3% line to decide it
+# on a loaded host (issue 29). A larger slice (a row) would pass.
+# Expected verdict: rejected (no_custom_compute: a token own part).
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

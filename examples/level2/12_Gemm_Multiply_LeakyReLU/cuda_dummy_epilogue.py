@@ -1,0 +1,65 @@
+# Cheat (T11, fallback to PyTorch behind a dummy own kernel), the CUDA twin of
+# cpu_dummy_epilogue.py: PyTorch computes everything (F.linear, the multiplier, F.leaky_relu); the
+# own CUDA epilogue runs on the GEMM's output as an honest one would, so CUPTI sees an own kernel
+# run (the GPU's "any own kernel" rule passes it), but its result is dropped. The runtime audit's
+# ablation (issue 29) replaces the own function's result with wrong values and sees no output
+# change: no_custom_compute.
+# Expected verdict: rejected.
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.cpp_extension import load_inline
+
+cuda_source = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <algorithm>
+
+__global__ void scale_leaky_kernel(const float* __restrict__ y, float* __restrict__ out, int64_t n,
+                                   float multiplier, float slope) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (; i < n; i += stride) {
+        const float v = y[i] * multiplier;
+        out[i] = v > 0.0f ? v : v * slope;
+    }
+}
+
+// out = leaky_relu(y * multiplier, slope), elementwise, in a new tensor.
+torch::Tensor scale_leaky(torch::Tensor y, double multiplier, double slope) {
+    TORCH_CHECK(y.is_cuda() && y.scalar_type() == torch::kFloat32, "y must be a float32 CUDA tensor");
+    auto yc = y.contiguous();
+    auto out = torch::empty_like(yc);
+    const int64_t n = yc.numel();
+    if (n == 0) return out;
+    const int threads = 256;
+    const int blocks = (int)std::min<int64_t>((n + threads - 1) / threads, 65536LL * 8);
+    scale_leaky_kernel<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        yc.data_ptr<float>(), out.data_ptr<float>(), n, (float)multiplier, (float)slope);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+"""
+
+ext = load_inline(
+    name="kbv_ex_l2_12_cuda_dummy_epilogue",
+    cpp_sources="torch::Tensor scale_leaky(torch::Tensor y, double multiplier, double slope);",
+    cuda_sources=cuda_source,
+    functions=["scale_leaky"],
+    extra_cuda_cflags=["-O3"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features, multiplier, negative_slope):
+        super(ModelNew, self).__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.multiplier = multiplier
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        y = F.linear(x, self.gemm.weight, self.gemm.bias)
+        ext.scale_leaky(y, self.multiplier, self.negative_slope)  # computed, then dropped
+        return F.leaky_relu(y * self.multiplier, self.negative_slope)
