@@ -76,12 +76,13 @@ std::optional<SpeedupInterval> interval_of(double speedup, std::vector<double>& 
   return SpeedupInterval{speedup, at(tail), at(1.0 - tail)};
 }
 
-double ratio(std::vector<double>& baseline, std::vector<double>& candidate);
+double ratio(std::vector<double>& baseline, std::vector<double>& candidate, bool use_mean);
 
 // `resamples` bootstrap speedups: each time `fill(rng, b, c)` draws a resample of the baseline and
-// candidate samples into the emptied b and c, and their ratio of medians is one value.
+// candidate samples into the emptied b and c, and their ratio of medians (of means, `use_mean`) is
+// one value.
 template <class Fill>
-std::vector<double> bootstrap(int resamples, uint64_t seed, Fill fill) {
+std::vector<double> bootstrap(int resamples, uint64_t seed, bool use_mean, Fill fill) {
   std::mt19937_64 rng(seed);
   std::vector<double> boot, b, c;
   boot.reserve(static_cast<size_t>(std::max(resamples, 0)));
@@ -89,14 +90,22 @@ std::vector<double> bootstrap(int resamples, uint64_t seed, Fill fill) {
     b.clear();
     c.clear();
     fill(rng, b, c);
-    if (const double x = ratio(b, c); x > 0) boot.push_back(x);
+    if (const double x = ratio(b, c, use_mean); x > 0) boot.push_back(x);
   }
   return boot;
 }
 
-double ratio(std::vector<double>& baseline, std::vector<double>& candidate) {
-  const double c = median_in_place(candidate);
-  const double b = median_in_place(baseline);
+// The block statistic a speedup compares: the median (kbv), or the mean (upstream's protocols).
+double statistic_in_place(std::vector<double>& v, bool use_mean) {
+  if (!use_mean) return median_in_place(v);
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
+double ratio(std::vector<double>& baseline, std::vector<double>& candidate, bool use_mean) {
+  const double c = statistic_in_place(candidate, use_mean);
+  const double b = statistic_in_place(baseline, use_mean);
   return c > 0 && b > 0 ? b / c : 0.0;
 }
 
@@ -117,10 +126,7 @@ PairedSpeedup paired_speedup(std::span<const PairedRound> rounds, const std::str
   const bool use_mean = statistic == kStatisticMean;
   auto block = [&](const std::vector<double>& ms) {
     std::vector<double> v(ms.begin(), ms.end());
-    if (!use_mean) return median_in_place(v);
-    double sum = 0;
-    for (double x : v) sum += x;
-    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+    return statistic_in_place(v, use_mean);
   };
   for (size_t i = 0; i < rounds.size(); ++i) {
     const PairedRound& r = rounds[i];
@@ -186,13 +192,15 @@ PairedSpeedup paired_speedup(std::span<const PairedRound> rounds, const std::str
 }
 
 std::optional<SpeedupInterval> unpaired_speedup_interval(std::span<const double> baseline_ms,
-                                                         std::span<const double> candidate_ms, int resamples,
+                                                         std::span<const double> candidate_ms,
+                                                         const std::string& statistic, int resamples,
                                                          uint64_t seed) {
   if (baseline_ms.empty() || candidate_ms.empty()) return std::nullopt;
+  const bool use_mean = statistic == kStatisticMean;
   std::vector<double> b(baseline_ms.begin(), baseline_ms.end()), c(candidate_ms.begin(), candidate_ms.end());
-  const double speedup = ratio(b, c);
+  const double speedup = ratio(b, c, use_mean);
   if (!(speedup > 0)) return std::nullopt;
-  std::vector<double> boot = bootstrap(resamples, seed, [&](std::mt19937_64& rng, auto& rb, auto& rc) {
+  std::vector<double> boot = bootstrap(resamples, seed, use_mean, [&](std::mt19937_64& rng, auto& rb, auto& rc) {
     resample_into(baseline_ms, rng, rb);
     resample_into(candidate_ms, rng, rc);
   });

@@ -1,6 +1,6 @@
 // Confidence intervals on a speedup (issue 28): pure functions over the samples the supervisor
 // holds, no device. Paired rounds: an interval over the rounds' ratios; unpaired: a percentile
-// bootstrap of median(baseline) / median(candidate) (docs/TIMING.md, "Speedup intervals";
+// bootstrap of the ratio of the protocol's statistic (median or mean) (docs/TIMING.md, "Speedup intervals";
 // docs/METRICS.md).
 #pragma once
 #include <cstdint>
@@ -24,7 +24,7 @@ struct PairedRound {
 };
 
 struct SpeedupInterval {
-  double speedup = 0;  // paired: the geometric mean of the kept rounds' ratios; unpaired: median over median
+  double speedup = 0;  // paired: the geometric mean of the kept rounds' ratios; unpaired: the statistic's ratio
   double low = 0, high = 0;  // the 95% interval's ends
 };
 
@@ -83,8 +83,11 @@ PairedSpeedup paired_speedup(std::span<const PairedRound> rounds, const std::str
 
 // Unpaired (timing.pairs 0: the candidate timed once, the baseline before or after, or cached):
 // the two sample sets resampled independently. Drift between the two moments is not in it.
+// `statistic`: the ratio of medians ("median", kbv) or of means ("mean", upstream's protocols),
+// the same statistic as the record's speedup, so the interval is around it.
 std::optional<SpeedupInterval> unpaired_speedup_interval(std::span<const double> baseline_ms,
                                                          std::span<const double> candidate_ms,
+                                                         const std::string& statistic = "median",
                                                          int resamples = kBootstrapResamples,
                                                          uint64_t seed = kBootstrapSeed);
 

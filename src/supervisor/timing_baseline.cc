@@ -194,7 +194,7 @@ void time_baselines(json& timing, const Pair& pair, const EvalOptions& options, 
     if (entry->contains("samples_ms") && (*entry)["samples_ms"].is_array())
       for (const auto& x : (*entry)["samples_ms"])
         if (x.is_number()) base_ms.push_back(x.get<double>());
-    if (std::optional<SpeedupInterval> iv = unpaired_speedup_interval(base_ms, candidate_ms))
+    if (std::optional<SpeedupInterval> iv = unpaired_speedup_interval(base_ms, candidate_ms, stat))
       ci[mode] = {iv->low, iv->high};
   }
   timing["baselines"] = baselines;
