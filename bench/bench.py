@@ -93,6 +93,8 @@ def common_flags(args, cache_dir=None):
         flags += ["--launch-hold-us", str(args.launch_hold_us)]
     if args.rse:
         flags += ["--rse", str(args.rse)]
+    if args.timing_pairs is not None:
+        flags += ["--timing-pairs", str(args.timing_pairs)]
     return flags
 
 
@@ -710,6 +712,8 @@ def main():
                     ",".join(DIAG_VARIANTS) + ")")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--time-cap", type=float, help="kbv --time-cap")
+    ap.add_argument("--timing-pairs", type=int,
+                    help="kbv --timing-pairs (A/A: 6 gives issue 28's paired rounds; default: the protocol's, 0 under kernelbench)")
     ap.add_argument("--rse", type=float, help="kbv --rse (a tiny one: the time cap decides how long each is sampled)")
     ap.add_argument("--launch-hold-us", type=float, help="kbv --launch-hold-us for every evaluation (default: kbv's; not with aa_diag's hold variants)")
     ap.add_argument("--cache-dir", default=str(out_dir() / "cache"), help="kbv cache (baselines, builds)")
