@@ -320,7 +320,7 @@ json runtime_findings(const json& audit, const json& reference_aliases, const js
   const bool token = token_reach(ablation, reach);
   if (token)
     add("no_custom_compute", "reject",
-        fmt::format("a token own part: at most {:.4f}% of any output's elements depend on the candidate's own code "
+        fmt::format("a token own part: at most {:.3g}% of any output's elements depend on the candidate's own code "
                     "(fewer than {}%), the rest was computed by library code ({})",
                     100.0 * reach.fraction, 100.0 * kMinReachFraction, reach.why),
         "ablation: the model called with its own functions' results replaced by wrong values (audit.ablation)", "T11");

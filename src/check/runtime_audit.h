@@ -36,6 +36,11 @@ nlohmann::json cpu_compute(const nlohmann::json& observation);
 // Decided only from kMinComputeSamples samples on (docs/POLICY.md).
 inline constexpr double kMinOwnShare = 0.03;
 inline constexpr int kMinComputeSamples = 50;
+// The CPU sampler's wall-time bounds per sampled call (worker/audit.cc sample_until_measured): 5 s,
+// or up to 30 s while short of kMinComputeSamples (a call mostly off the CPU). The supervisor's
+// limit on the audit's first phase adds the longer one to the calls' own limit, so a loaded
+// host's slow sampling is not taken for a hung candidate.
+inline constexpr double kSamplingWallS = 5.0, kSamplingMaxWallS = 30.0;
 
 // One group of CPU samples ({"object", "own_object", "symbol", "count"}) as cpu_compute counts
 // it: in the C math library (neither side), glue of the candidate's object (library), the

@@ -50,7 +50,6 @@ double upstream_rounded(double x) {
   return out;
 }
 
-
 nlohmann::ordered_json upstream_runtime_stats(const nlohmann::json& stats) {
   nlohmann::ordered_json out(stats);
   if (!out.is_object()) return out;

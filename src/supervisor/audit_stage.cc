@@ -51,9 +51,10 @@ AuditOutcome run_runtime_audit(WorkerProcess& ref, WorkerProcess& cand, const Ev
     std::optional<msg::InputsReply> inputs_a = reply_as<msg::InputsReply>(a);
     if (!inputs_a) return incomplete("the reference's audit draw failed", a);
     reference_aliases = inputs_a->output_aliases;
-    // The first phase makes several calls (sampling up to 5 s of wall time, threads watched 300 ms).
+    // The first phase makes several calls (sampling 5 s of wall time, up to 30 s on a loaded host,
+    // threads watched 300 ms): the sampler's longest on top of the calls' own limit.
     Reply first = cand.call(msg::to_json(msg::AuditRequest{"first", inputs_a->args, {}}),
-                            ms(options.timeouts.call_s * 2 + 10));
+                            ms(options.timeouts.call_s * 2 + 10 + kSamplingMaxWallS));
     first_seen = reply_as<msg::AuditReply>(first);
     ref.call(msg::to_json(msg::ReleaseRequest{}), ms(options.timeouts.reference_s));
     if (out_of_memory(first)) return incomplete("the audit's calls ran out of memory", first);

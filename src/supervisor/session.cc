@@ -298,6 +298,13 @@ std::string WorkerProcess::pin_cpus(const std::vector<int>& cpus) {
   return error;
 }
 
+std::string WorkerProcess::unpin_cpus() {
+  if (pid_ <= 0) return "the " + role_ + " worker is not running";
+  std::string error = pin_group(pid_, affinity_of(0));
+  if (error.empty()) cpus_.clear();
+  return error;
+}
+
 std::string WorkerProcess::died_detail() {
   std::string how = "ended";
   if (auto st = wait_for(pid_, std::chrono::milliseconds(2000)))

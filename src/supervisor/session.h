@@ -117,6 +117,9 @@ class WorkerProcess {
   // kbv pinned it to (empty: never pinned, kbv's own affinity).
   std::string pin_cpus(const std::vector<int>& cpus);
   const std::vector<int>& cpus() const { return cpus_; }
+  // Every thread of the group back on kbv's own affinity set, cpus() empty again (a pre-started
+  // candidate that started on a CPU of its own, handed to its candidate). "" or why not.
+  std::string unpin_cpus();
 
  private:
   WorkerProcess() = default;

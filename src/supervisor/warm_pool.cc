@@ -1,5 +1,7 @@
 #include "supervisor/warm_pool.h"
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "proto/messages.h"
@@ -27,6 +29,26 @@ std::string key_of(const WorkerConfig& c, const WarmPool::Env& env, const Worker
                         {"reference", t.reference ? t.reference->pid() : 0},
                         {"shm", t.reference ? t.reference->shm_dir().string() : ""}}
       .dump();
+}
+
+int min_cpus_beside() {
+  if (const char* v = std::getenv("KBV_WARM_BESIDE_MIN_CPUS"); v && *v) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end && *end == '\0' && n > 0) return static_cast<int>(n);
+  }
+  return kMinCpusBeside;
+}
+
+// A CPU of its own for a replacement's start-up, where the host has kMinCpusBeside CPUs or more:
+// one no other kbv evaluation holds (a pair's own lease included), the worker's group pinned to
+// it. None when none is free or the pin fails: settle() then waits for the worker as before.
+std::unique_ptr<CpuLease> start_beside(WorkerProcess& w) {
+  if (static_cast<int>(affinity_of(0).size()) < min_cpus_beside()) return nullptr;
+  auto lease = std::make_unique<CpuLease>(1);
+  if (lease->shared() > 0 || lease->budget().cpus.size() != 1) return nullptr;
+  if (!w.pin_cpus(lease->budget().cpus).empty()) return nullptr;
+  return lease;
 }
 
 }  // namespace
@@ -62,12 +84,14 @@ std::unique_ptr<WorkerProcess> WarmPool::take(const WorkerConfig& config, const 
   env_ = fixed;
   reference_ = target.reference;
   read_ = target.read;
-  settle(ready);
+  settle(ready, true);
   std::unique_ptr<WorkerProcess> w;
   while (!w && !slots_.empty()) {
     w = std::move(slots_.front().worker);
-    slots_.erase(slots_.begin());
-    if (!w->hand_build(extensions_dir).empty()) w.reset();  // stopped; the next one, or a fresh one
+    const bool pinned = slots_.front().beside != nullptr;
+    slots_.erase(slots_.begin());  // its CPU's lease goes with it
+    if (!w->hand_build(extensions_dir).empty() || (pinned && !w->unpin_cpus().empty()))
+      w.reset();  // stopped; the next one, or a fresh one
   }
   warm = w != nullptr;
   if (!w) w = WorkerProcess::start("candidate", config, env, error, target);
@@ -81,9 +105,10 @@ const std::string& WarmPool::off_reason(const WorkerConfig& config) {
   return off_->second;
 }
 
-void WarmPool::settle(std::chrono::milliseconds ready) {
+void WarmPool::settle(std::chrono::milliseconds ready, bool all) {
   // Any answer means it serves requests (a worker of before the ping op answers it as unknown).
   std::erase_if(slots_, [&](Slot& s) {
+    if (s.beside && !all) return false;  // starting on a CPU of its own: nothing to wait for
     const Reply::Status st = s.worker->call(msg::to_json(msg::PingRequest{}), ready).status;
     return st != Reply::Status::ok && st != Reply::Status::failed;
   });
@@ -99,7 +124,8 @@ void WarmPool::refill() {
     std::string error;
     auto w = WorkerProcess::start("candidate", config_, env_, error, target);
     if (!w) return;  // the next take starts its candidate itself, and says why if that fails too
-    slots_.push_back({std::move(w), std::chrono::steady_clock::now()});
+    auto beside = start_beside(*w);
+    slots_.push_back({std::move(w), std::chrono::steady_clock::now(), std::move(beside)});
   }
 }
 
@@ -111,7 +137,7 @@ void WarmPool::clear() {
 
 std::vector<WarmPool::Held> WarmPool::held() const {
   std::vector<Held> out;
-  for (const auto& s : slots_) out.push_back({s.worker->pid(), s.started});
+  for (const auto& s : slots_) out.push_back({s.worker->pid(), s.started, s.beside ? s.beside->budget().cpus : std::vector<int>{}});
   return out;
 }
 

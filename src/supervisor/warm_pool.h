@@ -7,7 +7,11 @@
 // text in the load message as it always does. The pool refills as it hands a worker out, so the
 // replacement imports torch while the candidate loads and is checked; settle() (before the runtime
 // audit, the memory phase and the timing) waits until every held worker answers a ping, so none is
-// still starting while a candidate is measured.
+// still starting while a candidate is measured. Where the host has cores to spare
+// (kMinCpusBeside), a replacement starts on a CPU of its own instead (a CpuLease of one CPU no
+// other kbv evaluation holds, its group pinned there): settle() does not wait for it, and it is
+// unpinned when it is handed its candidate (docs/results/2026-12-06-gpu.md: on 16 idle cores the
+// wait was ~1 s of a 1.7 s sample).
 #pragma once
 #include <chrono>
 #include <map>
@@ -18,11 +22,16 @@
 #include <vector>
 
 #include "supervisor/session.h"
+#include "util/sched.h"
 
 namespace kbv {
 
 // --warm-workers when not given (docs/results/2026-12-05-warm.md).
 inline constexpr int kDefaultWarmWorkers = 1;
+// A replacement starts on a CPU of its own only on a host with at least this many CPUs in kbv's
+// affinity set (on fewer, taking one would leave concurrent evaluations sharing theirs);
+// KBV_WARM_BESIDE_MIN_CPUS sets another number (the tests, a measurement on a small host).
+inline constexpr int kMinCpusBeside = 4;
 
 // "" when pre-started candidate workers keep every layer of `config`'s sandbox, else why the pool
 // is off: under --sandbox off every worker runs as the same user and could signal, trace or write
@@ -47,8 +56,9 @@ class WarmPool {
   // Starts workers until config.warm_workers are held for the last take's reference and
   // environment. Nothing when the pool is off or was cleared since.
   void refill();
-  // Waits until every held worker answers a ping within `ready` (one that does not is stopped).
-  void settle(std::chrono::milliseconds ready);
+  // Waits until every held worker answers a ping within `ready` (one that does not is stopped);
+  // one starting on a CPU of its own only when `all` (take() hands out only a worker that answered).
+  void settle(std::chrono::milliseconds ready, bool all = false);
   // Whether the next candidate is likely to have the same reference (a run folder's next sample is
   // of the same problem; a queue's next job is not known: yes). take() refills only then, so that a
   // run of one sample per problem starts no worker that nothing would use.
@@ -59,6 +69,7 @@ class WarmPool {
   struct Held {
     int pid = 0;
     std::chrono::steady_clock::time_point started;
+    std::vector<int> beside;  // the CPU it starts on, leased for it; empty: settle() waits for it
   };
   std::vector<Held> held() const;
 
@@ -70,6 +81,7 @@ class WarmPool {
   struct Slot {
     std::unique_ptr<WorkerProcess> worker;
     std::chrono::steady_clock::time_point started;
+    std::unique_ptr<CpuLease> beside;  // the CPU of its own it starts on (kMinCpusBeside), or none
   };
   std::vector<Slot> slots_;
   bool expect_next_ = true;

@@ -97,7 +97,9 @@ void sample_until_measured(const std::function<void()>& sampled_call, const int&
   for (;;) {
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
     const bool short_of_samples = g_count.load() < static_cast<size_t>(kMinComputeSamples);
-    if ((wall > 5.0 && !short_of_samples) || wall > 30.0 || calls >= 1000000 || cpu_ms >= 2000.0) break;
+    if ((wall > kSamplingWallS && !short_of_samples) || wall > kSamplingMaxWallS || calls >= 1000000 ||
+        cpu_ms >= 2000.0)
+      break;
     size_t now = g_count.load();
     if (now >= kMinSamples && now >= checked + 20) {
       checked = now;

@@ -1,7 +1,10 @@
 // End-to-end: warm candidate workers (--warm-workers, DESIGN.md "Warm workers"). A pool hands each
 // pre-started worker to exactly one candidate, the next candidate's worker was started before the
 // previous candidate ran, and a candidate cannot reach the worker that waits for the next one.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -22,6 +25,7 @@
 #include "supervisor/warm_pool.h"
 #include "support.h"
 #include "util/fs.h"
+#include "util/sched.h"
 #include "util/subprocess.h"
 
 namespace kbv::e2e {
@@ -98,6 +102,55 @@ TEST(Warm, TheNextCandidateGetsAProcessStartedBeforeThePreviousRanAndNoneServesT
   }
 }
 
+// Where the host has cores to spare, the next candidate's worker starts on a CPU of its own (a CPU
+// lease no other kbv evaluation holds), so settle() need not wait for its start-up; handed to its
+// candidate it is back on kbv's own CPUs. With fewer CPUs than KBV_WARM_BESIDE_MIN_CPUS it starts
+// unpinned and settle() waits for it, as before.
+TEST(Warm, AReplacementStartsOnACpuOfItsOwnWhereCoresAreSpare) {
+  const fs::path dir = scratch_dir("warm", "beside");
+  WorkerConfig config = strict_config(dir, 1);
+  if (std::string why = sandbox::refusal(sandbox::Mode::strict, sandbox::probe()); !why.empty())
+    GTEST_SKIP() << "the pool needs every sandbox layer: " << why;
+  ::setenv("KBV_WARM_BESIDE_MIN_CPUS", "1", 1);
+  std::string error;
+  auto reference = WorkerProcess::start("reference", config, {}, error);
+  ASSERT_TRUE(reference) << error;
+  const WorkerTarget target{{}, reference.get(), {}};
+  WarmPool pool;
+  bool warm = true;
+  auto running = pool.take(config, {}, target, seconds(120), warm, error);
+  ASSERT_TRUE(running) << error;
+  ASSERT_EQ(pool.held().size(), 1u);
+  const WarmPool::Held next = pool.held()[0];
+  if (next.beside.empty()) {
+    ::unsetenv("KBV_WARM_BESIDE_MIN_CPUS");
+    GTEST_SKIP() << "every CPU was leased by other kbv evaluations (ctest -j): none to start beside on";
+  }
+  ASSERT_EQ(next.beside.size(), 1u);
+  EXPECT_EQ(affinity_of(next.pid), next.beside) << "the starting worker runs on its own CPU";
+  // The CPU is leased for it: another evaluation's lease does not get it.
+  const std::string lock = CpuLease::default_lock_dir() + "/cpu" + std::to_string(next.beside[0]) + ".lock";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << lock;
+  EXPECT_NE(::flock(fd, LOCK_EX | LOCK_NB), 0) << "the CPU's lock is held while the worker waits";
+  ::close(fd);
+  pool.settle(std::chrono::milliseconds(1));  // the pair's settle: nothing to wait for
+  ASSERT_EQ(pool.held().size(), 1u) << "a worker starting on a CPU of its own is not pinged, nor stopped";
+
+  // Handed to the next candidate (take pings it first): back on kbv's own CPUs, not pinned.
+  running.reset();
+  ::setenv("KBV_WARM_BESIDE_MIN_CPUS", "100000", 1);  // the replacement of this take: no CPU of its own
+  auto w = pool.take(config, {}, target, seconds(120), warm, error);
+  ::unsetenv("KBV_WARM_BESIDE_MIN_CPUS");
+  ASSERT_TRUE(w) << error;
+  EXPECT_TRUE(warm);
+  EXPECT_EQ(w->pid(), next.pid);
+  EXPECT_TRUE(w->cpus().empty());
+  EXPECT_EQ(affinity_of(w->pid()), affinity_of(0)) << "unpinned when handed its candidate";
+  ASSERT_EQ(pool.held().size(), 1u);
+  EXPECT_TRUE(pool.held()[0].beside.empty()) << "fewer CPUs than KBV_WARM_BESIDE_MIN_CPUS: none of its own";
+}
+
 // A waiting worker that fails its ping in settle() is stopped: its cleanup must leave the files
 // of the candidate that runs beside it in the /dev/shm folder they share with their reference (a
 // pre-started worker made none there); the candidate's own end removes them.
@@ -128,7 +181,7 @@ TEST(Warm, AWaitingWorkerStoppedInSettleLeavesTheRunningCandidatesFiles) {
   // ignores process-wide (cli/main.cc) and this test too.
   std::signal(SIGPIPE, SIG_IGN);
   kill_group(pool.held()[0].pid);
-  pool.settle(seconds(30));
+  pool.settle(seconds(30), true);
   EXPECT_TRUE(pool.held().empty()) << "a worker that does not answer is stopped";
   EXPECT_TRUE(fs::exists(candidates)) << "the stopped waiting worker removed the running candidate's buffer";
   EXPECT_TRUE(fs::exists(references));
