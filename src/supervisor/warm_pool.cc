@@ -137,7 +137,8 @@ void WarmPool::clear() {
 
 std::vector<WarmPool::Held> WarmPool::held() const {
   std::vector<Held> out;
-  for (const auto& s : slots_) out.push_back({s.worker->pid(), s.started, s.beside ? s.beside->budget().cpus : std::vector<int>{}});
+  for (const auto& s : slots_)
+    out.push_back({s.worker->pid(), s.started, s.beside ? s.beside->budget().cpus : std::vector<int>{}});
   return out;
 }
 
