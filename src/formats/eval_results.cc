@@ -25,7 +25,7 @@ nlohmann::ordered_json entry_of(const Record& record) {
                                                                : nlohmann::ordered_json(to_json(record.metadata));
   // KernelBench has no flaky status: correctness false, and why here (docs/METRICS.md).
   if (record.verdict == Verdict::flaky) entry["metadata"]["kbv_flaky"] = record.message;
-  entry["runtime"] = record.runtime > 0 ? upstream_rounded(record.runtime) : record.runtime;
+  entry["runtime"] = upstream_rounded(record.runtime);  // -1 (not timed) stays -1
   entry["runtime_stats"] = record.unknown.absent.count("runtime_stats") ? nlohmann::ordered_json::object()
                                                                         : upstream_runtime_stats(record.runtime_stats);
   // Said where kbv measured the timing (an imported record's stats are upstream's, already rounded).

@@ -396,7 +396,7 @@ nlohmann::ordered_json verified_eval_results(const std::vector<Record>& records,
       runtime = r.runtime_stats["mean"].get<double>();
     // Rounded as upstream's get_timing_stats rounds (3 significant digits), as kbv's verified
     // table compares it (report/summary.cc mean_speedup); the record keeps them whole.
-    e["runtime"] = runtime > 0 ? upstream_rounded(runtime) : runtime;
+    e["runtime"] = upstream_rounded(runtime);  // -1 (not timed) stays -1
     e["runtime_stats"] = r.unknown.absent.count("runtime_stats") ? nlohmann::ordered_json::object()
                                                                  : upstream_runtime_stats(r.runtime_stats);
     if (!imported && runtime > 0) e["metadata"][kTimingRoundingKey] = kTimingRoundingNote;

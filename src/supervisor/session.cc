@@ -299,8 +299,7 @@ std::string WorkerProcess::pin_cpus(const std::vector<int>& cpus) {
 }
 
 std::string WorkerProcess::unpin_cpus() {
-  if (pid_ <= 0) return "the " + role_ + " worker is not running";
-  std::string error = pin_group(pid_, affinity_of(0));
+  std::string error = pin_cpus(affinity_of(0));
   if (error.empty()) cpus_.clear();
   return error;
 }
