@@ -15,7 +15,9 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -427,40 +429,13 @@ def serve(args):
     new --seed (a new job: not answered from the store). Overhead = wall - the record's `seconds`
     (the evaluation itself: lint to verdict); added latency = API overhead - direct overhead. Then
     the same pair again through the API: answered from the store (submit + one status call)."""
-    import re
-    import tempfile
-
-    sys.path.insert(0, str(ROOT / "python" / "kbv_client"))
-    from kbv_client import Client
-
     problem = Path(args.problem)
     solution = Path(args.solution)
     name = f"{problem.parent.name}/{problem.stem}"
     source = solution.read_text()
     tmp = Path(tempfile.mkdtemp(prefix="kbv-bench-serve-"))
-    token = os.urandom(24).hex()
-    (tmp / "token").write_text(token + "\n")
-    os.chmod(tmp / "token", 0o600)
-    err = open(tmp / "serve.err", "w+")
-    proc = subprocess.Popen([kbv_binary(args), "serve", "--listen", "127.0.0.1:0", "--queue", f"sqlite:{tmp}/q.db",
-                             "--problems", str(problem.parent.parent), "--token-file", str(tmp / "token"),
-                             "--device", args.device, "--workers", "1", "--cache-dir", args.cache_dir],
-                            stderr=err, stdout=subprocess.DEVNULL)
+    proc, client = start_serve(args, tmp, problem.parent.parent, ["--workers", "1", "--cache-dir", args.cache_dir])
     try:
-        url = None
-        for _ in range(1200):
-            err.seek(0)
-            m = re.search(r"listening on (http://[0-9.:]+)", err.read())
-            if m:
-                url = m.group(1)
-                break
-            if proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        if not url:
-            err.seek(0)
-            sys.exit("bench: kbv serve did not start: " + err.read())
-        client = Client(url, token, poll_wait=30)
         flags = ["--trials", str(args.trials)]
         opts = {"trials": args.trials}
         # Warm-up: the build (cached for both paths), the baselines and the server's reference worker.
@@ -500,11 +475,42 @@ def serve(args):
         }
         write("serve", {"summary": summary, "rows": rows, "store_hit_ms": store})
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def start_serve(args, tmp, problems, extra):
+    """`kbv serve` on a free loopback port with a fresh SQLite queue in `tmp` and a token; the process
+    and a kbv_client.Client on it."""
+    sys.path.insert(0, str(ROOT / "python" / "kbv_client"))
+    from kbv_client import Client
+
+    token = os.urandom(24).hex()
+    (tmp / "token").write_text(token + "\n")
+    os.chmod(tmp / "token", 0o600)
+    err = open(tmp / "serve.err", "w+")
+    proc = subprocess.Popen([kbv_binary(args), "serve", "--listen", "127.0.0.1:0", "--queue", f"sqlite:{tmp}/q.db",
+                             "--problems", str(problems), "--token-file", str(tmp / "token"),
+                             "--device", args.device, *extra], stderr=err, stdout=subprocess.DEVNULL)
+    for _ in range(1200):
+        err.seek(0)
+        m = re.search(r"listening on (http://[0-9.:]+)", err.read())
+        if m:
+            return proc, Client(m.group(1), token, poll_wait=30)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    err.seek(0)
+    stop(proc)
+    sys.exit("bench: kbv serve did not start: " + err.read())
 def ninja_phases(ext_dir):
     """Compile and link seconds of a load_inline build, from torch's .ninja_log in its folder."""
     out = {"compile_s": 0.0, "link_s": 0.0}
@@ -602,13 +608,14 @@ def build(args):
 
 
 # ---- warm workers (issue 26) -----------------------------------------------------------------
-def warm_runs(args):
-    """Run folders of the built-in problems' CPU example solutions that kbv gets correct (strict
-    policy, fp32): each problem's solutions as its samples, `--samples` copies of each."""
+def warm_runs(args, device="cpu"):
+    """The built-in problems' example solutions of `device` that kbv gets correct (strict policy,
+    fp32), by (level, problem id): `warm` makes each problem's solutions its samples, `--samples`
+    copies of each."""
     manifest = json.loads((ROOT / "examples" / "manifest.json").read_text())
     picked = {}
     for e in manifest:
-        if (e.get("device") != "cpu" or e.get("expected") != "correct" or e.get("policy", "strict") != "strict"
+        if (e.get("device") != device or e.get("expected") != "correct" or e.get("policy", "strict") != "strict"
                 or e.get("precision") or e.get("pending")):
             continue
         problem = Path(e["problem"])
@@ -685,12 +692,162 @@ def warm(args):
     write("warm", {"summary": summary, "rows": rows, "walls": walls})
 
 
+
+# ---- throughput of kbv serve (issue 26) ------------------------------------------------------
+def tagged(solution, tag):
+    """The solution's text with a comment naming `tag`: kbv's build key is the solution's text, so
+    the tag makes a fresh build of the same code."""
+    return (ROOT / solution).read_text() + f"\n# kbv bench throughput: {tag}\n"
+
+
+def phase_sums(metrics_text):
+    """{phase: (sum, count)} of kbv_phase_seconds in a /metrics text."""
+    out = {}
+    for m in re.finditer(r'^kbv_phase_seconds_(sum|count)\{phase="([^"]+)"\} (\S+)$', metrics_text, re.M):
+        s, c = out.get(m.group(2), (0.0, 0))
+        out[m.group(2)] = (s + float(m.group(3)), c) if m.group(1) == "sum" else (s, c + int(float(m.group(3))))
+    return out
+
+
+def throughput_pass(client, pairs, options, label):
+    """Submits `pairs` [(problem, source)] as one batch and waits for every record: the pass's wall,
+    candidates per hour, verdicts, the records' median seconds, build seconds and cache hits, and the
+    per-phase mean seconds from /metrics (the server's own workers only; None when it has none)."""
+    before = phase_sums(client.metrics())
+    t0 = time.monotonic()
+    records = client.evaluate_many(pairs, timeout=7200, max_workers=32, **options)
+    wall = time.monotonic() - t0
+    after = phase_sums(client.metrics())
+    phases = {}
+    for name, (s, c) in after.items():
+        s0, c0 = before.get(name, (0.0, 0))
+        if c > c0:
+            phases[name] = round((s - s0) / (c - c0), 3)
+    verdicts = {}
+    for r in records:
+        v = r.get("verdict", "failed:" + str(r.get("error", ""))[:60])
+        verdicts[v] = verdicts.get(v, 0) + 1
+    builds = [r["build"] for r in records if isinstance(r.get("build"), dict)]
+
+    def med(xs):
+        return round(statistics.median(xs), 3) if xs else None
+
+    row = {"pass": label, "candidates": len(pairs), "wall_s": round(wall, 2),
+           "candidates_per_hour": round(3600 * len(pairs) / wall, 1), "verdicts": verdicts,
+           "median_record_seconds": med([r["seconds"] for r in records if "seconds" in r]),
+           "median_build_seconds": med([b.get("seconds", 0) for b in builds]),
+           "build_cache_hits": sum(1 for b in builds if b.get("cached")),
+           "phase_mean_s_metrics": phases or None,
+           "phase_mean_s_records": {k: med([r["phase_seconds"][k] for r in records
+                                            if k in (r.get("phase_seconds") or {})])
+                                    for k in sorted({k for r in records for k in (r.get("phase_seconds") or {})})},
+           "load_average_end": round(os.getloadavg()[0], 2)}
+    print(json.dumps(row), file=sys.stderr, flush=True)
+    return row
+
+
+def copy_or_link(src, dst):
+    """A file of a cache copy: hard-linked when large (precompiled headers, built extensions: written
+    once, never changed in place), copied otherwise (databases a worker writes stay its own)."""
+    if os.path.getsize(src) > (8 << 20) and not src.endswith((".db", ".sqlite", "-wal", "-shm")):
+        os.link(src, dst)
+    else:
+        shutil.copy2(src, dst)
+
+
+def throughput(args):
+    """Candidates per hour through `kbv serve` (issue 26), on the correct example solutions of
+    `--device` (`--limit` problems, each solution `--samples` times; kbv eval's default options unless
+    `--options` names some). Part 1, one host: `kbv serve --workers W` (`--gpus 0` on cuda), one
+    cache: a warm-up pass (one candidate per problem: the baselines and reference workers, not
+    counted), then for each `--build-jobs-list` value (default 0) a new server with that
+    `--build-jobs`, a pass of fresh candidates (each solution with a new comment: a new build key,
+    so a full build) and a pass of the same sources with a new seed (builds cached); per pass the
+    wall, candidates per hour and per-phase mean seconds from /metrics. Part 2, scaling
+    (`--workers-list`, default 1,2,4): `kbv serve --workers 0` and K `kbv worker` processes, each
+    with its own cache (hard-linked copies of part 1's, so baselines and the precompiled header are
+    there, as on a host that has run before) standing in for hosts, on a new set of fresh
+    candidates; throughput and its ratio to one worker."""
+    picked = warm_runs(args, args.device)
+    sols = [sol for _, v in sorted(picked.items()) for sol in v]
+    if not sols:
+        sys.exit(f"bench: no correct {args.device} example solution picked")
+
+    def name_of(sol):
+        return f"{Path(sol).parent.parent.name}/{Path(sol).parent.name}"
+
+    options = {"device": args.device, **json.loads(args.options or "{}")}
+    root = out_dir() / "throughput"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    run_id = uuid.uuid4().hex[:8]
+    host_cache = root / "cache"
+    own = ["--gpus", "0"] if args.device == "cuda" else ["--workers", str(args.serve_workers)]
+    rows = []
+    firsts = [v[0] for _, v in sorted(picked.items())]
+    for b, jobs in enumerate(int(n) for n in (args.build_jobs_list or "0").split(",")):
+        d = root / f"host-build-jobs-{jobs}"
+        d.mkdir()
+        proc, client = start_serve(args, d, args.problems, [*own, "--build-jobs", str(jobs), "--cache-dir", host_cache])
+        try:
+            if b == 0:  # the baselines and the toolchain's precompiled header, once for the cache
+                rows.append(throughput_pass(client, [(name_of(s), tagged(s, f"{run_id} warm")) for s in firsts],
+                                            options, "warm_up"))
+            fresh = [(name_of(s), tagged(s, f"{run_id} fresh {jobs} {i}")) for i in range(args.samples) for s in sols]
+            rows.append(throughput_pass(client, fresh, options, f"fresh_build_jobs_{jobs}"))
+            rows.append(throughput_pass(client, fresh, {**options, "seed": 4242}, f"cached_build_jobs_{jobs}"))
+        finally:
+            stop(proc)
+    scaling = []
+    counts = [int(n) for n in (args.workers_list or "1,2,4").split(",") if n and int(n) > 0]
+    for k in counts:
+        d = root / f"workers-{k}"
+        d.mkdir()
+        workers = []
+        proc, client = start_serve(args, d, args.problems, ["--workers", "0", "--cache-dir", d / "serve-cache"])
+        try:
+            for w in range(k):
+                cache = d / f"cache-{w}"
+                shutil.copytree(host_cache, cache, copy_function=copy_or_link, symlinks=True,
+                                ignore=shutil.ignore_patterns("worker", "*.lock"))
+                log = open(d / f"worker-{w}.log", "w")
+                workers.append(subprocess.Popen([kbv_binary(args), "worker", "--queue", f"sqlite:{d}/q.db",
+                                                 "--problems", args.problems, "--cache-dir", cache],
+                                                stdout=log, stderr=subprocess.STDOUT))
+            pairs = [(name_of(s), tagged(s, f"{run_id} scale {k} {i}")) for i in range(args.samples) for s in sols]
+            row = throughput_pass(client, pairs, options, f"workers_{k}")
+            row["workers"] = k
+            scaling.append(row)
+        finally:
+            for wp in workers:
+                stop(wp)
+            stop(proc)
+    one = next((r["candidates_per_hour"] for r in scaling if r["workers"] == 1), None)
+    for r in scaling:
+        r["ratio_to_one"] = round(r["candidates_per_hour"] / one, 3) if one else None
+        r["ratio_over_workers"] = round(r["ratio_to_one"] / r["workers"], 3) if one else None
+    summary = {"device": args.device, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
+               "problems": len(picked), "candidates_per_pass": len(sols) * args.samples, "options": options,
+               "one_host": {r["pass"]: {k: r[k] for k in ("candidates_per_hour", "wall_s", "verdicts",
+                                                            "median_build_seconds", "phase_mean_s_metrics")}
+                            for r in rows},
+               "scaling": [{k: r[k] for k in ("workers", "candidates_per_hour", "ratio_to_one", "ratio_over_workers",
+                                              "wall_s", "verdicts")} for r in scaling]}
+    write("throughput", {"summary": summary, "passes": rows, "scaling": scaling})
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("what", choices=["aa", "aa_merge", "aa_diag", "repeat", "overhead", "side_stream", "protocol", "tf32",
-                                       "serve", "build", "warm"])
+                                       "serve", "build", "warm", "throughput"])
     ap.add_argument("--limit", type=int, help="build: this many sources, spread over the corpus (default: all); "
-                                              "warm: this many problems")
+                                              "warm, throughput: this many problems")
+    ap.add_argument("--workers-list", help="throughput: comma-separated kbv worker process counts to compare "
+                                           "(default 1,2,4; 0: no scaling part)")
+    ap.add_argument("--build-jobs-list", help="throughput: comma-separated kbv serve --build-jobs values for the one-host "
+                                              "part (default 0)")
+    ap.add_argument("--serve-workers", type=int, default=1,
+                    help="throughput: evaluations at once in the one-host part (kbv serve --workers; cuda: --gpus 0)")
+    ap.add_argument("--options", help="throughput: JSON of evaluation options beside device (default: kbv eval's)")
     ap.add_argument("--warm-list", help="warm: comma-separated --warm-workers counts to compare (default: 0,1)")
     ap.add_argument("--samples", type=int, default=2,
                     help="warm: copies of each problem's example solutions in a run folder (its samples)")

@@ -12,7 +12,7 @@
 #   clocks         the SM clock spread over honest timed runs (scripts/gpu/clock_spread.py)
 #   two-gpu        kbv eval --run over GPUs 0,1 against GPU 0 (scripts/gpu/two_gpu.py); prints
 #                  "skipped: 1 GPU" where nvidia-smi shows one
-# and stages named only when asked: aa (issue 28's A/A with paired intervals), warm (issue 26),
+# and stages named only when asked: aa (issue 28's A/A with paired intervals), warm and throughput (issue 26),
 # verified (issue 29: --protocol kernelbench-verified on CUDA examples), compile (issue 27), and
 # the others of scripts/gpu/device-verify.sh.
 # Usage, from the repository root on the GPU machine (carry .deps from scripts/gpu/device-deps.sh):

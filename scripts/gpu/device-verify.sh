@@ -253,6 +253,14 @@ stage() {
       OUT=$dir timeout "$limit" "$python" bench/bench.py warm --kbv "$build/kbv" --cache-dir "$cache" \
         ${KBV_WARM_ARGS:---limit 6 --samples 2 --repeats 2} > "$dir/stdout.log" 2> "$dir/stderr.log"
       say "bench warm rc=$?"; tail -30 "$dir/stdout.log"; tail -5 "$dir/stderr.log" ;;
+    throughput)  # issue 26: candidates per hour through kbv serve: CUDA examples on the GPU (one host), then
+      # CPU examples on 1, 2, 4 kbv worker processes (the scaling part, on this host's cores)
+      OUT=$dir/cuda timeout "${KBV_THROUGHPUT_TIMEOUT:-900}" "$python" bench/bench.py throughput --kbv "$build/kbv" --device cuda \
+        ${KBV_THROUGHPUT_CUDA_ARGS:---limit 4 --samples 1 --workers-list 0} > "$dir/cuda.log" 2>&1
+      say "bench throughput cuda rc=$?"; tail -25 "$dir/cuda.log"
+      OUT=$dir/cpu timeout "${KBV_THROUGHPUT_TIMEOUT:-900}" "$python" bench/bench.py throughput --kbv "$build/kbv" --device cpu \
+        ${KBV_THROUGHPUT_CPU_ARGS:---limit 4 --samples 2 --workers-list 1,2,4} > "$dir/cpu.log" 2>&1
+      say "bench throughput cpu rc=$?"; tail -25 "$dir/cpu.log" ;;
     aa|aa_diag|repeat|overhead|side_stream|protocol|tf32)
       local extra=()  # protocol after aa in the same chain: kbv's side from the A/A records
       [[ $name == protocol && -e $out/aa/aa.json ]] && extra=(--from-aa "$out/aa/aa.json")
