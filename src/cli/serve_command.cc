@@ -44,6 +44,11 @@ std::unique_ptr<ServeCommand> add_serve_command(CLI::App& app) {
       ->capture_default_str()
       ->check(kNonNegative);
   s->add_option("--gpus", f->gpus, "GPU indices, one worker each, e.g. 0,1 (instead of --workers)");
+  s->add_option("--build-jobs", f->serve.build_jobs,
+                "candidates compiled at once ahead of their evaluation, in this process's cache (0: each worker "
+                "compiles its own job; CUDA jobs need TORCH_CUDA_ARCH_LIST, docs/SERVICE.md)")
+      ->capture_default_str()
+      ->check(kNonNegative);
   s->add_option("--device", f->device, "cuda or cpu: the device of evaluations that do not name one (default: cuda "
                                        "when a GPU is visible)")
       ->check(CLI::IsMember({"cuda", "cpu"}));

@@ -12,19 +12,25 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void Metrics::evaluation_finished(const nlohmann::json& json, double now) {
+void Metrics::evaluation_finished(const nlohmann::json& json, double now, bool count_cached_build) {
   RecordRead read = record_from_json(json);
   std::lock_guard lock(mutex_);
   finished_at_.push_back(now);
   ++by_verdict_[read.ok() ? verdict_name(read.record.verdict) : "unreadable"];
   if (!read.ok()) return;
   const Record& r = read.record;
-  if (r.build) ++(r.build->cached ? build_hits_ : build_misses_);
+  if (r.build && (count_cached_build || !r.build->cached)) ++(r.build->cached ? build_hits_ : build_misses_);
   if (r.phase_seconds)
     for (const auto& [phase, seconds] : *r.phase_seconds) {
       phase_seconds_[phase] += seconds;
       ++phase_count_[phase];
     }
+}
+
+void Metrics::build_made(bool cached) {
+  std::lock_guard lock(mutex_);
+  ++build_stages_;
+  ++(cached ? build_hits_ : build_misses_);
 }
 
 void Metrics::job_failed() {
@@ -71,6 +77,8 @@ std::string Metrics::render(const std::optional<queue::Counts>& counts, double n
   out += fmt::format("kbv_build_cache_hits_total {}\n", build_hits_);
   head("kbv_build_cache_misses_total", "counter", "Candidates compiled (not in the build cache).");
   out += fmt::format("kbv_build_cache_misses_total {}\n", build_misses_);
+  head("kbv_build_stages_total", "counter", "Build stages this server's builders finished ahead of evaluation (--build-jobs).");
+  out += fmt::format("kbv_build_stages_total {}\n", build_stages_);
   head("kbv_build_cache_hit_ratio", "gauge", "Build cache hits over builds (0 before the first build).");
   long long builds = build_hits_ + build_misses_;
   out += fmt::format("kbv_build_cache_hit_ratio {:g}\n", builds ? static_cast<double>(build_hits_) / builds : 0.0);

@@ -20,7 +20,8 @@ WorkerPool::~WorkerPool() { stop(); }
 
 void WorkerPool::start() {
   int n = config_.gpus.empty() ? config_.workers : static_cast<int>(config_.gpus.size());
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { loop(i); });
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { loop(i, false); });
+  for (int i = 0; i < config_.builders; ++i) threads_.emplace_back([this, i] { loop(i, true); });
 }
 
 void WorkerPool::stop() {
@@ -30,10 +31,10 @@ void WorkerPool::stop() {
   threads_.clear();
 }
 
-void WorkerPool::loop(int index) {
+void WorkerPool::loop(int index, bool builder) {
   EvalOptions base = config_.base;
-  std::string name = fmt::format("{}:serve{}", queue::default_worker_name(), index);
-  if (!config_.gpus.empty()) {
+  std::string name = fmt::format("{}:serve{}{}", queue::default_worker_name(), builder ? "-build" : "", index);
+  if (!builder && !config_.gpus.empty()) {
     base.gpu = config_.gpus[index];
     name += fmt::format(":gpu{}", *base.gpu);
   }
@@ -51,11 +52,25 @@ void WorkerPool::loop(int index) {
   // again (role all: a job without one is compiled here, as kbv eval does).
   context.queue = &queue_;
   context.notify = notify_;
+  const int evaluators = config_.gpus.empty() ? config_.workers : static_cast<int>(config_.gpus.size());
+  if (builder) {
+    context.role = "build";
+    // This process's evaluating workers share the cache the build is in; without them (--workers
+    // 0) the builds go to the queue's storage for kbv workers elsewhere.
+    context.publish = evaluators == 0;
+  }
   QueueJobRunner runner(std::move(context));
+  // Evaluating workers behind builders find the builds in the cache: the builders count them.
+  const bool count_cached_build = builder || config_.builders == 0;
   auto execute = [&](const queue::Job& job) -> queue::ExecResult {
+    const long long compiled = runner.handoff().ahead_compiled, cached = runner.handoff().ahead_cached;
     queue::ExecResult r = runner.run(job);
-    if (r.kind == queue::ExecResult::Kind::done) metrics_.evaluation_finished(r.record, unix_now());
-    else if (r.kind != queue::ExecResult::Kind::interrupted) metrics_.job_failed();
+    // A builder completes the jobs that end at their build (a compile error, a lint rejection)
+    // with their record, like an evaluation.
+    if (r.kind == queue::ExecResult::Kind::done) metrics_.evaluation_finished(r.record, unix_now(), count_cached_build);
+    else if (r.kind != queue::ExecResult::Kind::interrupted && r.kind != queue::ExecResult::Kind::built) metrics_.job_failed();
+    if (runner.handoff().ahead_compiled > compiled || runner.handoff().ahead_cached > cached)
+      metrics_.build_made(runner.handoff().ahead_cached > cached);
     return r;
   };
   queue::LoopOptions o;
@@ -64,6 +79,8 @@ void WorkerPool::loop(int index) {
   o.heartbeat_seconds = std::min(10.0, config_.lease_s / 3);
   o.idle_seconds = config_.idle_s;
   o.stop = [this] { return stopping_.load() || interrupted(); };
+  // With builders, the evaluating workers take only jobs whose build stage is over.
+  if (config_.builders > 0) o.stage = builder ? queue::kStageBuild : queue::kStageEval;
   // Every event of the loop wakes the long-polls: "job X: done" comes after the record is stored.
   Notify notify = [this](const Notice& n) {
     if (notify_) notify_(n);

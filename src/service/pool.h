@@ -18,6 +18,11 @@ namespace kbv::service {
 struct PoolConfig {
   int workers = 1;
   std::vector<int> gpus;          // one worker per GPU when given (CUDA_VISIBLE_DEVICES of its evaluations)
+  // Builders: threads that take queued jobs' build stage (compile into the shared cache, as
+  // `kbv worker --role build` without publishing), so that the evaluating workers, which then
+  // take only built jobs, never wait for a compile while others are queued. 0: each evaluating
+  // worker compiles its own job, as `kbv eval` does.
+  int builders = 0;
   double lease_s = 60;            // heartbeated every lease_s / 3 while a job runs
   double idle_s = 0.05;           // between polls of an empty queue: a new job waits at most this long
   EvalOptions base;                 // the server's: cache, Python, sandbox, timeouts, device
@@ -35,7 +40,7 @@ class WorkerPool {
   void stop();  // no new leases; a job in flight ends (interrupted ones go back to the queue)
 
  private:
-  void loop(int index);
+  void loop(int index, bool builder);
   queue::Queue& queue_;
   PoolConfig config_;
   Metrics& metrics_;

@@ -84,6 +84,7 @@ Outcome serve(const ServeOptions& o, const Notify& notify) {
   PoolConfig pc;
   pc.workers = o.workers;
   pc.gpus = o.gpus;
+  pc.builders = o.build_jobs;
   pc.lease_s = o.lease_s;
   pc.base = base;
   pc.scratch = o.eval.cache_dir / "serve";
@@ -95,9 +96,10 @@ Outcome serve(const ServeOptions& o, const Notify& notify) {
   if (port < 0) return Outcome::fail(Status::input_error, "--listen: " + error);
   pool.start();
   int n = o.gpus.empty() ? o.workers : static_cast<int>(o.gpus.size());
-  info(notify, fmt::format("listening on http://{}:{} (queue {}, {} problem{} by name, {} worker{} on {})", sc.host, port,
-                           url, api.problem_count(), api.problem_count() == 1 ? "" : "s", n, n == 1 ? "" : "s",
-                           base.device));
+  info(notify, fmt::format("listening on http://{}:{} (queue {}, {} problem{} by name, {} worker{} on {}{})", sc.host,
+                           port, url, api.problem_count(), api.problem_count() == 1 ? "" : "s", n, n == 1 ? "" : "s",
+                           base.device,
+                           o.build_jobs > 0 ? fmt::format(", {} compiling ahead", o.build_jobs) : std::string()));
   std::thread watcher([&server] {
     while (!interrupted()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     server.stop();

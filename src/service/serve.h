@@ -17,6 +17,7 @@ struct ServeOptions {
   std::filesystem::path token_file;
   int workers = 1;                             // in-process workers (0: the API only; kbv workers evaluate)
   std::vector<int> gpus;                       // one worker per GPU instead of --workers
+  int build_jobs = 0;                          // builders compiling queued candidates ahead (PoolConfig::builders)
   size_t max_body_bytes = 8u << 20;
   double lease_s = 60;
   bool allow_problem_source = false;          // see ApiConfig::allow_problem_source

@@ -210,6 +210,8 @@ queue::ExecResult QueueJobRunner::build_stage(const Pair& pair, const EvalOption
   BuildResult built = build_candidate(prepared.solution, pair.solution_path, options, env);
   if (interrupted() || built.kind == "interrupted") return {Kind::interrupted, {}, ""};
   if (!built.ok && built.kind != "missing_model_new") return record_of(&built);
+  ++(built.cached ? handoff_.ahead_cached : handoff_.ahead_compiled);
+  if (!context_.publish) return {Kind::built, {}, ""};  // this host's eval workers find it in the cache
   const fs::path dir = built.extensions_dir.parent_path();
   if (std::string why = publish_build(*context_.queue, dir.filename().string(), dir); !why.empty()) {
     return {Kind::retry, {}, "cannot put the build in the queue: " + why};

@@ -31,6 +31,9 @@ struct QueueJobContext {
   // "eval" (evaluate with the build from `queue`). With a queue, "all" and "eval" fetch a build
   // from it before compiling themselves.
   std::string role = "all";
+  // Role build: put the build in the queue's storage for eval workers on other hosts. False for
+  // `kbv serve --build-jobs`, whose eval workers share the builder's cache (the build is there).
+  bool publish = true;
   queue::Queue* queue = nullptr;
   Notify notify;  // a build that could not be fetched (and is compiled here)
 };
@@ -42,6 +45,8 @@ struct HandoffStats {
   long long published = 0;  // builds put in the queue (role build)
   long long passed_on = 0;  // build stages handed on without a build (nothing this host can build)
   long long rebuilt = 0;    // fetched builds that ninja compiled again when the candidate loaded them
+  long long ahead_compiled = 0;  // build stages that compiled (role build), kept or published
+  long long ahead_cached = 0;    // build stages whose build was in this host's cache already
 };
 
 // Not shared between threads: one per worker loop.

@@ -35,7 +35,7 @@ def queue_url(tmp):
     return os.environ.get("KBV_TEST_POSTGRES_URL") or f"sqlite:{tmp}/queue.db"
 
 
-def start_server(tmp, workers=1):
+def start_server(tmp, workers=1, extra=()):
     token = "s3rve-" + os.urandom(16).hex()
     token_file = os.path.join(tmp, "token")
     with open(token_file, "w") as f:
@@ -45,7 +45,7 @@ def start_server(tmp, workers=1):
     proc = subprocess.Popen(
         [BINARY, "serve", "--listen", "127.0.0.1:0", "--queue", queue_url(tmp), "--problems",
          os.path.join(SOURCE, "problems"), "--token-file", token_file, "--device", "cpu", "--workers", str(workers),
-         "--cache-dir", CACHE, "--max-body-bytes", str(MAX_BODY), "--allow-problem-source"],
+         "--cache-dir", CACHE, "--max-body-bytes", str(MAX_BODY), "--allow-problem-source", *extra],
         stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -270,6 +270,41 @@ class ServeFetchesBuildsTest(unittest.TestCase):
             record = st["record"]
             self.assertEqual(record["verdict"], "correct", record.get("message"))
             self.assertTrue(record["build"]["cached"], "serve compiled the build again instead of fetching it")
+        finally:
+            proc.terminate()
+            proc.wait(60)
+            err.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class ServeBuildsAheadTest(unittest.TestCase):
+    """`kbv serve --build-jobs 1`: a builder compiles queued candidates into the shared cache while
+    the evaluating worker takes only built jobs; a candidate that does not compile is completed by
+    the builder with its record."""
+
+    def test_the_builder_compiles_and_the_worker_evaluates_what_is_built(self):
+        tmp = tempfile.mkdtemp(prefix="kbv-serve-ahead-test-")
+        with open(HONEST) as f:
+            honest = f.read()
+        # A source no cache holds: compiled in this test, by the builder.
+        fresh = honest.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n// " + os.urandom(8).hex(), 1)
+        broken = fresh.replace("return", "retrun", 1)  # a C++ syntax error: compile_error
+        self.assertNotEqual(broken, fresh)
+        proc, url, token, err = start_server(tmp, workers=1, extra=("--build-jobs", "1"))
+        try:
+            client = Client(url, token, poll_wait=5)
+            records = client.evaluate_many([(PROBLEM, fresh), (PROBLEM, broken)], timeout=1500, trials=1, timing=False)
+            good, bad = records
+            self.assertEqual(good.get("verdict"), "correct", good)
+            # The evaluating worker found the build in the cache: the builder made it.
+            self.assertTrue(good["build"]["cached"], good["build"])
+            self.assertEqual(bad.get("verdict"), "compile_error", bad)
+            text = client.metrics()
+            self.assertIn("kbv_build_stages_total 1", text)  # the broken one ends at its build
+            self.assertIn("kbv_build_cache_misses_total 2", text)  # two compiles, counted once each
+            self.assertIn("kbv_build_cache_hits_total 0", text)
+            err.seek(0)
+            self.assertIn("1 compiling ahead", err.read())
         finally:
             proc.terminate()
             proc.wait(60)
