@@ -701,11 +701,14 @@ def tagged(solution, tag):
 
 
 def phase_sums(metrics_text):
-    """{phase: (sum, count)} of kbv_phase_seconds in a /metrics text."""
+    """{phase: (sum, count)} of kbv_phase_seconds in a /metrics text, and of the builders' build
+    stages (kbv serve --build-jobs) as phase "build_ahead"."""
     out = {}
-    for m in re.finditer(r'^kbv_phase_seconds_(sum|count)\{phase="([^"]+)"\} (\S+)$', metrics_text, re.M):
-        s, c = out.get(m.group(2), (0.0, 0))
-        out[m.group(2)] = (s + float(m.group(3)), c) if m.group(1) == "sum" else (s, c + int(float(m.group(3))))
+    for m in re.finditer(r'^kbv_(phase|build_stage)_seconds_(sum|count)(?:\{phase="([^"]+)"\})? (\S+)$', metrics_text,
+                         re.M):
+        name = m.group(3) if m.group(1) == "phase" else "build_ahead"
+        s, c = out.get(name, (0.0, 0))
+        out[name] = (s + float(m.group(4)), c) if m.group(2) == "sum" else (s, c + int(float(m.group(4))))
     return out
 
 

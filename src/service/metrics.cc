@@ -27,9 +27,10 @@ void Metrics::evaluation_finished(const nlohmann::json& json, double now, bool c
     }
 }
 
-void Metrics::build_made(bool cached) {
+void Metrics::build_made(bool cached, double seconds) {
   std::lock_guard lock(mutex_);
   ++build_stages_;
+  build_stage_seconds_ += seconds;
   ++(cached ? build_hits_ : build_misses_);
 }
 
@@ -79,6 +80,10 @@ std::string Metrics::render(const std::optional<queue::Counts>& counts, double n
   out += fmt::format("kbv_build_cache_misses_total {}\n", build_misses_);
   head("kbv_build_stages_total", "counter", "Build stages this server's builders finished ahead of evaluation (--build-jobs).");
   out += fmt::format("kbv_build_stages_total {}\n", build_stages_);
+  head("kbv_build_stage_seconds", "summary",
+       "Seconds of the builders' build stages (--build-jobs; the evaluations behind them find the build cached).");
+  out += fmt::format("kbv_build_stage_seconds_sum {:.6f}\nkbv_build_stage_seconds_count {}\n", build_stage_seconds_,
+                     build_stages_);
   head("kbv_build_cache_hit_ratio", "gauge", "Build cache hits over builds (0 before the first build).");
   long long builds = build_hits_ + build_misses_;
   out += fmt::format("kbv_build_cache_hit_ratio {:g}\n", builds ? static_cast<double>(build_hits_) / builds : 0.0);

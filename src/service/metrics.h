@@ -20,8 +20,8 @@ class Metrics {
   // `count_cached_build`: false behind builders, which counted the build they made (`build_made`):
   // the record's `build.cached` is then not a second hit (a build the evaluation made is a miss).
   void evaluation_finished(const nlohmann::json& record, double now, bool count_cached_build = true);
-  // A builder's build stage (`kbv serve --build-jobs`): compiled, or found in the cache.
-  void build_made(bool cached);
+  // A builder's build stage (`kbv serve --build-jobs`): compiled, or found in the cache, in `seconds`.
+  void build_made(bool cached, double seconds);
   void job_failed();
   void submitted(bool already_done);
   void answered(int http_status);
@@ -34,6 +34,7 @@ class Metrics {
   std::deque<double> finished_at_;  // the last minute's completions
   std::map<std::string, long long> by_verdict_;
   long long build_hits_ = 0, build_misses_ = 0, build_stages_ = 0, failed_ = 0;
+  double build_stage_seconds_ = 0;
   long long submissions_ = 0, submissions_done_ = 0;
   std::map<std::string, double> phase_seconds_;
   std::map<std::string, long long> phase_count_;

@@ -64,13 +64,14 @@ void WorkerPool::loop(int index, bool builder) {
   const bool count_cached_build = builder || config_.builders == 0;
   auto execute = [&](const queue::Job& job) -> queue::ExecResult {
     const long long compiled = runner.handoff().ahead_compiled, cached = runner.handoff().ahead_cached;
+    const double seconds = runner.handoff().ahead_seconds;
     queue::ExecResult r = runner.run(job);
     // A builder completes the jobs that end at their build (a compile error, a lint rejection)
     // with their record, like an evaluation.
     if (r.kind == queue::ExecResult::Kind::done) metrics_.evaluation_finished(r.record, unix_now(), count_cached_build);
     else if (r.kind != queue::ExecResult::Kind::interrupted && r.kind != queue::ExecResult::Kind::built) metrics_.job_failed();
     if (runner.handoff().ahead_compiled > compiled || runner.handoff().ahead_cached > cached)
-      metrics_.build_made(runner.handoff().ahead_cached > cached);
+      metrics_.build_made(runner.handoff().ahead_cached > cached, runner.handoff().ahead_seconds - seconds);
     return r;
   };
   queue::LoopOptions o;

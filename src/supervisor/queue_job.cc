@@ -211,6 +211,7 @@ queue::ExecResult QueueJobRunner::build_stage(const Pair& pair, const EvalOption
   if (interrupted() || built.kind == "interrupted") return {Kind::interrupted, {}, ""};
   if (!built.ok && built.kind != "missing_model_new") return record_of(&built);
   ++(built.cached ? handoff_.ahead_cached : handoff_.ahead_compiled);
+  handoff_.ahead_seconds += built.seconds;
   if (!context_.publish) return {Kind::built, {}, ""};  // this host's eval workers find it in the cache
   const fs::path dir = built.extensions_dir.parent_path();
   if (std::string why = publish_build(*context_.queue, dir.filename().string(), dir); !why.empty()) {

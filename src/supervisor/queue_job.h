@@ -47,6 +47,7 @@ struct HandoffStats {
   long long rebuilt = 0;    // fetched builds that ninja compiled again when the candidate loaded them
   long long ahead_compiled = 0;  // build stages that compiled (role build), kept or published
   long long ahead_cached = 0;    // build stages whose build was in this host's cache already
+  double ahead_seconds = 0;      // their builds' wall seconds (BuildResult::seconds), summed
 };
 
 // Not shared between threads: one per worker loop.

@@ -285,15 +285,16 @@ TEST(ServiceMetrics, PrometheusTextHasTheQueueTheVerdictsTheCacheAndThePhases) {
 
 TEST(ServiceMetrics, BuildsMadeAheadCountOnceAtTheBuilder) {
   Metrics m;
-  m.build_made(false);  // a builder compiled it
-  m.build_made(true);   // a builder found it in the cache
+  m.build_made(false, 12.5);  // a builder compiled it
+  m.build_made(true, 0.5);    // a builder found it in the cache
   json behind = {{"verdict", "correct"}, {"build", {{"seconds", 0.01}, {"cached", true}}}};
   m.evaluation_finished(behind, 1000, false);  // the evaluation behind the builder: not a second hit
   m.evaluation_finished(behind, 1000, false);
   json compiled_here = {{"verdict", "correct"}, {"build", {{"seconds", 20.0}, {"cached", false}}}};
   m.evaluation_finished(compiled_here, 1000, false);  // handed on unbuilt, compiled by the evaluator: a miss
   std::string text = m.render(std::nullopt, 1001);
-  for (const char* line : {"kbv_build_stages_total 2\n", "kbv_build_cache_hits_total 1\n",
+  for (const char* line : {"kbv_build_stages_total 2\n", "kbv_build_stage_seconds_sum 13.000000\n",
+                           "kbv_build_stage_seconds_count 2\n", "kbv_build_cache_hits_total 1\n",
                            "kbv_build_cache_misses_total 2\n", "kbv_evaluations_total{verdict=\"correct\"} 3\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
 }
