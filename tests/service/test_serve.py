@@ -2,7 +2,8 @@
 Python client (python/kbv_client). Every class of bad request gets its 4xx and changes nothing in
 the queue; one real CPU evaluation (problems/level1/19_ReLU.py with the honest example) goes
 through the client; the same pair again is answered from the store without running; a wrong
-token gets 401; a `kbv worker` evaluates what `kbv serve --workers 0` queued. Run by CTest
+token gets 401; a `kbv worker` evaluates what `kbv serve --workers 0` queued; with `--build-jobs`
+a builder compiles ahead and the worker evaluates what is built. Run by CTest
 (serve_api on SQLite, serve_api_postgres under tests/queue/with_postgres.sh) with:
   KBV_BINARY (build/kbv), KBV_SOURCE_DIR (the checkout), KBV_TEST_CACHE (the tests' build cache).
 """
