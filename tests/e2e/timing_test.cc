@@ -505,9 +505,9 @@ TEST(Timing, IdenticalKernelsShowNoMeasurableDifference) {
     EXPECT_GT(round["baselines_ms"]["fp32"].get<double>(), 0.0) << round.dump();
     longest_ms = std::max(longest_ms, round["candidate"]["median_ms"].get<double>());
   }
-  // Quarantined, visibly: on some CPU hosts (the 2-core AMD EPYC VM of 2026-12-06) kbv's CPU
-  // baseline blocks time calls of tens of microseconds 20-40 us faster than a plain process does,
-  // so identical kernels come out "slower" (issue 28, open; docs/results/2026-12-06-cpu-aa-bias.md).
+  // Quarantined, visibly: on some CPU hosts (the 2-core AMD EPYC VM of 2026-12-06) the candidate's
+  // side of kbv's CPU loop adds ~25 us to every call, so identical kernels with calls of tens of
+  // microseconds come out "slower" (issue 28, open; docs/results/2026-12-06-cpu-aa-bias.md).
   // A candidate this slow only at such call lengths is that gap, reported here as a skip with its
   // numbers until the gap is fixed; anything else is a failure as before.
   if (high < 1.0 && longest_ms < 0.5)
