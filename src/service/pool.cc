@@ -19,8 +19,7 @@ WorkerPool::WorkerPool(queue::Queue& queue, PoolConfig config, Metrics& metrics,
 WorkerPool::~WorkerPool() { stop(); }
 
 void WorkerPool::start() {
-  int n = config_.gpus.empty() ? config_.workers : static_cast<int>(config_.gpus.size());
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { loop(i, false); });
+  for (int i = 0; i < config_.evaluators(); ++i) threads_.emplace_back([this, i] { loop(i, false); });
   for (int i = 0; i < config_.builders; ++i) threads_.emplace_back([this, i] { loop(i, true); });
 }
 
@@ -52,26 +51,26 @@ void WorkerPool::loop(int index, bool builder) {
   // again (role all: a job without one is compiled here, as kbv eval does).
   context.queue = &queue_;
   context.notify = notify_;
-  const int evaluators = config_.gpus.empty() ? config_.workers : static_cast<int>(config_.gpus.size());
   if (builder) {
     context.role = "build";
     // This process's evaluating workers share the cache the build is in; without them (--workers
     // 0) the builds go to the queue's storage for kbv workers elsewhere.
-    context.publish = evaluators == 0;
+    context.publish = config_.evaluators() == 0;
   }
   QueueJobRunner runner(std::move(context));
   // Evaluating workers behind builders find the builds in the cache: the builders count them.
   const bool count_cached_build = builder || config_.builders == 0;
   auto execute = [&](const queue::Job& job) -> queue::ExecResult {
-    const long long compiled = runner.handoff().ahead_compiled, cached = runner.handoff().ahead_cached;
-    const double seconds = runner.handoff().ahead_seconds;
+    const HandoffStats before = runner.handoff();
     queue::ExecResult r = runner.run(job);
     // A builder completes the jobs that end at their build (a compile error, a lint rejection)
     // with their record, like an evaluation.
     if (r.kind == queue::ExecResult::Kind::done) metrics_.evaluation_finished(r.record, unix_now(), count_cached_build);
-    else if (r.kind != queue::ExecResult::Kind::interrupted && r.kind != queue::ExecResult::Kind::built) metrics_.job_failed();
-    if (runner.handoff().ahead_compiled > compiled || runner.handoff().ahead_cached > cached)
-      metrics_.build_made(runner.handoff().ahead_cached > cached, runner.handoff().ahead_seconds - seconds);
+    else if (r.kind != queue::ExecResult::Kind::interrupted && r.kind != queue::ExecResult::Kind::built)
+      metrics_.job_failed();
+    const HandoffStats& after = runner.handoff();
+    if (after.ahead_compiled > before.ahead_compiled || after.ahead_cached > before.ahead_cached)
+      metrics_.build_made(after.ahead_cached > before.ahead_cached, after.ahead_seconds - before.ahead_seconds);
     return r;
   };
   queue::LoopOptions o;

@@ -28,6 +28,8 @@ struct PoolConfig {
   EvalOptions base;                 // the server's: cache, Python, sandbox, timeouts, device
   std::vector<std::filesystem::path> problems;  // a job that names a problem without its source
   std::filesystem::path scratch;  // the jobs' problem and solution files
+  // The evaluating workers: one per GPU when given, else `workers`.
+  int evaluators() const { return gpus.empty() ? workers : static_cast<int>(gpus.size()); }
 };
 
 class WorkerPool {

@@ -95,7 +95,7 @@ Outcome serve(const ServeOptions& o, const Notify& notify) {
   int port = server.bind(error);
   if (port < 0) return Outcome::fail(Status::input_error, "--listen: " + error);
   pool.start();
-  int n = o.gpus.empty() ? o.workers : static_cast<int>(o.gpus.size());
+  const int n = pc.evaluators();
   info(notify, fmt::format("listening on http://{}:{} (queue {}, {} problem{} by name, {} worker{} on {}{})", sc.host,
                            port, url, api.problem_count(), api.problem_count() == 1 ? "" : "s", n, n == 1 ? "" : "s",
                            base.device,
