@@ -30,7 +30,8 @@ t = r.get("timing", {})
 b = t.get("call_bound", {})
 c = t.get("candidate", {})
 print(f"{sys.argv[2]:5} {r['verdict']:9} {r['solution'].split('/')[-2][:28]:28} calls {b.get('checked', '-'):>4} "
-      f"short {b.get('short_calls', '-'):>3} allow {b.get('allowance_ms', 0):.3f} ping {b.get('ping_ms', 0):.3f} "
+      f"short {b.get('short_calls', '-'):>3} waited {b.get('waited_calls', '-'):>3} "
+      f"judged {'yes' if b.get('judged', True) else 'no':3} allow {b.get('allowance_ms', 0):.3f} ping {b.get('ping_ms', 0):.3f} "
       f"gap50 {b.get('median_gap_ms', 0):.3f} median {c.get('median_ms', 0):.4f} others {c.get('host_other_cores', '-')} "
       f"sampling {t.get('sampling_s', 0):.2f}s")
 PY

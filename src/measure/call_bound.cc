@@ -12,7 +12,10 @@ nlohmann::json CallBound::to_json() const {
                       {"allowance_ms", allowance_ms},
                       {"ping_ms", ping_ms},
                       {"median_gap_ms", median_gap_ms},
-                      {"ok", ok}};
+                      {"waited_calls", waited_calls},
+                      {"ok", ok},
+                      {"judged", judged}};
+  if (waited_ms >= 0) j["waited_ms"] = waited_ms;
   if (worst_sample >= 0)
     j["worst"] = {{"sample", worst_sample}, {"sample_ms", worst_sample_ms}, {"window_ms", worst_window_ms}};
   return j;
@@ -29,13 +32,14 @@ double quantile_of(std::vector<double> v, double q) {
 }  // namespace
 
 CallBound bound_calls(std::span<const double> samples_ms, std::span<const double> windows_ms,
-                      std::span<const double> pings_ms, double held_ms) {
+                      std::span<const double> pings_ms, double held_ms, std::span<const double> waits_ms) {
   CallBound b;
   b.ping_ms = quantile_of({pings_ms.begin(), pings_ms.end()}, 0.5);
   b.allowance_ms =
       std::max(kCallBoundFloorMs, kCallBoundPingFactor * quantile_of({pings_ms.begin(), pings_ms.end()}, 0.9)) +
       std::max(held_ms, 0.0);
-  std::vector<double> gaps;
+  std::vector<double> gaps, short_waits;
+  bool waits_known = true;
   double worst = -1e300;
   const size_t n = std::min(samples_ms.size(), windows_ms.size());
   for (size_t s = 0; s < n; ++s) {
@@ -43,7 +47,13 @@ CallBound bound_calls(std::span<const double> samples_ms, std::span<const double
     const double gap = windows_ms[s] - samples_ms[s];
     gaps.push_back(gap);
     ++b.checked;
-    if (gap > b.allowance_ms) ++b.short_calls;
+    if (gap > b.allowance_ms) {
+      ++b.short_calls;
+      const double wait = s < waits_ms.size() ? waits_ms[s] : -1.0;
+      waits_known = waits_known && wait >= 0;
+      if (wait >= 0) short_waits.push_back(wait);
+      if (wait >= 0 && gap <= b.allowance_ms + wait) ++b.waited_calls;
+    }
     if (gap > worst) {
       worst = gap;
       b.worst_sample = static_cast<int>(s);
@@ -52,7 +62,9 @@ CallBound bound_calls(std::span<const double> samples_ms, std::span<const double
     }
   }
   b.median_gap_ms = quantile_of(gaps, 0.5);
+  b.waited_ms = waits_known ? quantile_of(short_waits, 0.5) : -1.0;
   b.ok = b.short_calls <= kCallBoundShortFraction * b.checked;
+  b.judged = b.ok || b.short_calls - b.waited_calls > kCallBoundShortFraction * b.checked;
   return b;
 }
 

@@ -4,7 +4,9 @@
 // mark and the end mark's arrival: the call's outside window. A sample the candidate's process
 // reports can be shorter than that window only by the channel's round trip (measured meanwhile
 // by the supervisor on the trusted reference worker). A sample shorter than that was measured by
-// a clock the candidate rewrote, or is forged.
+// a clock the candidate rewrote, or is forged, unless the host's scheduler explains it: the time the
+// candidate's worker and the supervisor waited for a CPU inside the window (util/host_load.h
+// ThreadWait: the kernel's account, out of the candidate's reach) is in no honest sample.
 #pragma once
 #include <optional>
 #include <span>
@@ -23,7 +25,12 @@ struct CallBound {
   double median_gap_ms = 0;        // median of window - sample over the checked calls
   int worst_sample = -1;           // the sample with the largest window - sample
   double worst_sample_ms = 0, worst_window_ms = 0;
+  int waited_calls = 0;            // short calls whose shortfall the waits for a CPU explain
+  double waited_ms = 0;            // median wait for a CPU over the short calls (-1: not known)
   bool ok = true;                  // short_calls within what a busy host explains
+  // False when too many calls fell short (not ok) but without the waits too few would have: the
+  // host's scheduler, not a forged clock, may explain them, and no speedup can be claimed.
+  bool judged = true;
   nlohmann::json to_json() const;
 };
 
@@ -40,9 +47,13 @@ constexpr double kCallBoundShortFraction = 0.5;
 
 // samples_ms[s] and windows_ms[s] of timed sample s (a window < 0: not seen); pings_ms the round
 // trips to the reference taken during the run; held_ms what the protocol itself puts in every
-// window and never in a sample (the GPU's launch hold, docs/TIMING.md), added to the allowance.
+// window and never in a sample (the GPU's launch hold, docs/TIMING.md), added to the allowance;
+// waits_ms[s] how long the candidate's worker and the supervisor waited for a CPU inside window s
+// (< 0 or missing: not known). A wait can include the candidate's own threads holding its CPU
+// (its main thread yielding to a helper that computes), so a waited call is never counted honest:
+// it can only make a failed bound unjudged instead of a forgery.
 CallBound bound_calls(std::span<const double> samples_ms, std::span<const double> windows_ms,
-                      std::span<const double> pings_ms, double held_ms = 0);
+                      std::span<const double> pings_ms, double held_ms = 0, std::span<const double> waits_ms = {});
 
 // Kept and discarded samples back in call order (discarded_at: the sample numbers of the
 // discarded ones). std::nullopt when the numbers do not fit (a forged reply).

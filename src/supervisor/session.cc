@@ -247,6 +247,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
     return nullptr;
   }
   w->pid_ = child->pid;
+  w->program_pid_ = child->program_pid;
   w->to_ = child->to_child;
   w->from_ = child->from_child;
   if (o.sandbox) {
@@ -422,7 +423,7 @@ void WorkerProcess::end_group() {
   remove_stale_shm(pid_);
   remove_sandbox_files();
   frozen_.clear();  // killed: their pids may be reused
-  pid_ = -1;
+  pid_ = program_pid_ = -1;
 }
 
 int WorkerProcess::freeze() {

@@ -101,6 +101,8 @@ class WorkerProcess {
   void thaw();
   bool alive() const { return pid_ > 0; }
   int pid() const { return pid_; }
+  // The process that runs the worker's program: pid() itself, or its child inside a PID namespace.
+  int program_pid() const { return program_pid_; }
   const std::filesystem::path& log_path() const { return log_path_; }
   // The record's `sandbox` field: {"mode", "layers": {layer: "applied" | "unavailable: why" | ...}}.
   const nlohmann::json& sandbox_record() const { return sandbox_; }
@@ -127,6 +129,7 @@ class WorkerProcess {
   // The worker has ended or been killed: its group and its strays are killed, the worker forgotten.
   void end_group();
   int pid_ = -1;
+  int program_pid_ = -1;
   int to_ = -1, from_ = -1;
   std::string role_;
   std::filesystem::path log_path_;

@@ -2,6 +2,7 @@
 // call order (fresh draws, start and end marks, the round-trip pings), the run's failure if it
 // cannot be judged, and the end of the candidate's part (its worker stopped, the reference's
 // scheduling set back) before the baselines are timed.
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -25,7 +26,19 @@ json forged_ask(CallLog& log, const json& ask) {
   return msg::to_json(msg::Failure{"protocol_error", "timing asks come in call order: draw, start, end", ""});
 }
 
-json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const EvalOptions& options) {
+// The candidate worker's main thread and the supervisor's own: their waits for a CPU, summed.
+struct Waits {
+  ThreadWait candidate, supervisor{0};
+  explicit Waits(int candidate_pid) : candidate(candidate_pid) {}
+  std::optional<double> ms() const {
+    std::optional<double> c = candidate.ms(), s = supervisor.ms();
+    if (!c || !s) return std::nullopt;
+    return *c + *s;
+  }
+};
+
+json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const EvalOptions& options,
+               const Waits& waits) {
   const Clock::time_point arrived = Clock::now();
   msg::DrawAsk a;
   const bool parsed = msg::op_of(ask) == msg::Op::draw && msg::from_json(ask, a).empty();
@@ -44,10 +57,13 @@ json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const Ev
   }
   if (got == 1) {
     log.phase = 2;
+    log.waited_at_start = waits.ms();
     log.start_answered = Clock::now();
     return msg::to_json(msg::Done{});
   }
   log.window_ms.push_back(std::chrono::duration<double, std::milli>(arrived - log.start_answered).count());
+  const std::optional<double> waited = waits.ms();
+  log.waited_ms.push_back(waited && log.waited_at_start ? std::max(*waited - *log.waited_at_start, 0.0) : -1.0);
   const Clock::time_point p0 = Clock::now();
   if (reference.call(msg::to_json(msg::HelloRequest{}), ms(options.timeouts.reference_s)).status == Reply::Status::ok)
     log.ping_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - p0).count());
@@ -82,9 +98,10 @@ CandidateRun run_candidate(const EvalOptions& options, const Environment& env, W
   // On the CPU, what other processes ran meanwhile (the reference serving draws is ours).
   std::optional<HostLoadProbe> load;
   if (env.device != "cuda") load.emplace(std::vector<int>{reference.pid(), candidate.pid()});
+  const Waits waits(candidate.program_pid());
   const auto t0 = Clock::now();
   run.reply = candidate.call(msg::to_json(req), timing_timeout(options),
-                             [&](const json& ask) { return serve_ask(run.log, ask, reference, options); });
+                             [&](const json& ask) { return serve_ask(run.log, ask, reference, options, waits); });
   run.supervisor_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   run.arrived_ok = run.reply.status == Reply::Status::ok;
   run.timed = reply_as<msg::TimeReply>(run.reply);

@@ -271,7 +271,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
     release_both(options, reference, &candidate);
     return;
   }
-  judge_call_bound(record, timing, all.bound_calls_all, tp, env.device == "cuda", reject);
+  const bool claim = judge_call_bound(record, timing, all.bound_calls_all, tp, env.device == "cuda", reject);
   // The candidate's part is over (T17: nothing of it runs during the device calibration).
   stop_candidate(record, candidate);
   const msg::TimeReply& last = all.cand_replies.back();
@@ -285,6 +285,13 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
       timing["candidate"][k] = all.budget["candidate"][k];
   }
   all.checks.write(timing);
+  if (!claim) {  // the host's waits, not the candidate, may explain its short calls: no speedup
+    timing["error"] = unjudged_call_bound_error;
+    record.timing = timing_from_json(timing);
+    release_both(options, reference, nullptr);
+    reject_on_findings(record);
+    return;
+  }
   std::map<std::string, PairedSpeedup> by_mode;
   write_pooled_baselines(timing, all, cs, tp.statistic, by_mode);
   timing["pairs"] = all.done;

@@ -30,7 +30,9 @@ std::chrono::milliseconds timing_timeout(const EvalOptions& o);
 // every call (warm-up first) its draw (fresh inputs), then a start and an end mark around its
 // interval, in that order and no other. The window of a call is the supervisor's own clock from
 // its answer to the start mark to the end mark's arrival; a ping of the trusted reference
-// after each end mark gives the channel's round trip under the same load.
+// after each end mark gives the channel's round trip under the same load; the waits for a CPU of
+// the candidate worker's main thread and of the supervisor's own thread inside the window, from
+// the kernel's account (util/host_load.h ThreadWait), say what a busy host put in it.
 struct CallLog {
   std::optional<uint64_t> fresh_seed;
   int64_t max_calls = 0;
@@ -38,8 +40,10 @@ struct CallLog {
   int64_t calls = 0;      // calls whose end mark arrived
   int phase = 0;          // what comes next for call `calls`: 0 its draw, 1 its start, 2 its end
   std::vector<double> window_ms;  // per call index
+  std::vector<double> waited_ms;  // per call index (-1: not known)
   std::vector<double> ping_ms;
   Clock::time_point start_answered;
+  std::optional<double> waited_at_start;  // both threads' waits when the start mark was answered
   std::string draw_error, forged;
 };
 
@@ -78,16 +82,20 @@ void check_call_counts(Record& record, nlohmann::json& timing, const CandidateRu
 // and the round trips meanwhile. Paired blocks add theirs to one set, judged once over all of them
 // (a block of 3 calls with 2 preempted on a busy host is not half of a run's calls).
 struct CallBoundCalls {
-  std::vector<double> samples, windows, pings;
+  std::vector<double> samples, windows, pings, waits;
 };
 
 // Adds `run`'s calls to `calls`; false (and the T14 finding) when its discarded samples are forged.
 bool add_call_bound_calls(Record& record, CallBoundCalls& calls, const CandidateRun& run, const TimingProtocol& tp,
                           const std::string& reject);
-void judge_call_bound(Record& record, nlohmann::json& timing, const CallBoundCalls& calls, const TimingProtocol& tp,
+// False when the bound could not be judged (CallBound::judged): the calls fell short by what the
+// host kept their threads waiting for a CPU; said in the record, and under the kbv protocols no
+// speedup is claimed (the caller ends the timing with timing.error = unjudged_call_bound_error).
+bool judge_call_bound(Record& record, nlohmann::json& timing, const CallBoundCalls& calls, const TimingProtocol& tp,
                       bool cuda, const std::string& reject);
-void check_call_bound(Record& record, nlohmann::json& timing, const CandidateRun& run, const TimingProtocol& tp,
+bool check_call_bound(Record& record, nlohmann::json& timing, const CandidateRun& run, const TimingProtocol& tp,
                       bool cuda, const std::string& reject);
+extern const char* const unjudged_call_bound_error;
 void note_event_mismatches(Record& record, nlohmann::json& timing, const msg::TimeReply& cr, const Stats& cs);
 // Spot checks of the timed calls' outputs, judged by the reference on its expected outputs (fresh
 // draws: on its recomputation of a secret choice of spot_draws calls).

@@ -112,12 +112,19 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   timing["candidate"] = cs.to_json();
   if (run.others >= 0) timing["candidate"]["host_other_cores"] = std::round(run.others * 100) / 100;
   check_call_counts(record, timing, run, cs, options.protocol.timing, reject);
-  check_call_bound(record, timing, run, options.protocol.timing, env.device == "cuda", reject);
+  const bool claim = check_call_bound(record, timing, run, options.protocol.timing, env.device == "cuda", reject);
   note_event_mismatches(record, timing, cr, cs);
   spot_check_calls(record, timing, run, cs, options, reference, spot_seeds, reject);
   check_thread_budget(record, timing, options, env, reference, candidate, cr, reject);
   stop_candidate(record, candidate);
-  const bool cacheable = restore_reference(record, reference);
+  const bool cacheable = restore_reference(record, reference) && timing["call_bound"].value("judged", true);
+  if (!claim) {  // the host's waits, not the candidate, may explain its short calls: no speedup
+    timing["error"] = unjudged_call_bound_error;
+    record.timing = timing_from_json(timing);
+    release_both(options, reference, nullptr);
+    reject_on_findings(record);
+    return;
+  }
   std::vector<std::string> cache_refused;
   time_baselines(timing, pair, options, env, reference, cs, cr.samples_ms, cacheable, cache_refused);
   note_host_busy(record, timing, run.others);

@@ -1,5 +1,6 @@
 #include "util/host_load.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -55,6 +56,30 @@ std::optional<double> pid_stat_cpu_s(std::string_view pid_stat, double ticks) {
     if (!(in >> field)) return std::nullopt;
   if (!(in >> utime >> stime)) return std::nullopt;  // fields 14 and 15
   return static_cast<double>(utime + stime) / ticks;
+}
+
+std::optional<double> schedstat_wait_ms(std::string_view schedstat) {
+  std::istringstream in{std::string(schedstat.substr(0, schedstat.find('\n')))};
+  unsigned long long on_cpu_ns = 0, waiting_ns = 0;
+  if (!(in >> on_cpu_ns >> waiting_ns)) return std::nullopt;
+  return static_cast<double>(waiting_ns) / 1e6;
+}
+
+ThreadWait::ThreadWait(int pid) {
+  const std::string path = pid > 0 ? "/proc/" + std::to_string(pid) + "/schedstat" : "/proc/thread-self/schedstat";
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
+ThreadWait::~ThreadWait() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::optional<double> ThreadWait::ms() const {
+  if (fd_ < 0) return std::nullopt;
+  char buf[128];
+  const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);  // a proc file reads afresh from offset 0
+  if (n <= 0) return std::nullopt;
+  return schedstat_wait_ms(std::string_view(buf, static_cast<size_t>(n)));
 }
 
 HostLoadProbe::HostLoadProbe(std::vector<int> ours) : pids_(std::move(ours)) {

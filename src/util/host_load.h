@@ -22,6 +22,27 @@ std::optional<double> proc_stat_busy_s(std::string_view proc_stat, double ticks_
 // Seconds of CPU (utime + stime, all threads) of one process from /proc/<pid>/stat.
 std::optional<double> pid_stat_cpu_s(std::string_view pid_stat, double ticks_per_s);
 
+// Milliseconds a thread has waited on a run queue for a CPU since it started: the second field of
+// /proc/<tid>/schedstat ("<on-CPU ns> <waiting ns> <slices>", the kernel's sched_info, updated
+// when the thread next gets a CPU). nullopt if the text is not that line.
+std::optional<double> schedstat_wait_ms(std::string_view schedstat);
+
+// One thread's wait for a CPU (schedstat_wait_ms), read again and again through one open file: the
+// per-call outside bound reads it around every timed call (measure/call_bound.h).
+class ThreadWait {
+ public:
+  // pid: a process's main thread; 0: the calling thread. Unreadable (no such process, hidepid, a
+  // kernel without CONFIG_SCHED_INFO): every ms() is nullopt.
+  explicit ThreadWait(int pid);
+  ~ThreadWait();
+  ThreadWait(const ThreadWait&) = delete;
+  ThreadWait& operator=(const ThreadWait&) = delete;
+  std::optional<double> ms() const;
+
+ private:
+  int fd_ = -1;
+};
+
 class HostLoadProbe {
  public:
   // Reads the host's and these processes' CPU time now (this process is always counted as ours).

@@ -850,19 +850,42 @@ TEST(Timing, SpotChecksCoverEveryTimedCall) {
   EXPECT_GT(t["spot_checks"]["failed"].get<int>(), 0) << t["spot_checks"].dump();
 }
 
-// The per-call bound's false alarms: the honest ReLU timed beside two busy loops on this host is
-// still correct, its calls within their windows (docs/TIMING.md, "Per-call outside bound").
+// The per-call bound's false alarms: the honest ReLU timed beside busy loops on this host is still
+// correct, never a forged clock (T22). Beside two loops (and ctest's other tests) its short calls are
+// those whose worker waited for a CPU, by the kernel's account; a host so busy that more than half
+// the calls fall short that way is said, and no speedup is claimed (docs/TIMING.md, "Per-call
+// outside bound"). Beside four to six loops on a 2-core host either outcome was seen.
 TEST(Timing, HonestCallsFitTheirWindowsOnABusyHost) {
-  Outcome o;
-  {
-    BusyLoops busy(2);
-    ASSERT_EQ(busy.pids.size(), 2u);
-    o = eval("examples/level1/19_ReLU/cpu_honest.py", "cpu", {"--time-cap", "0.5"});
+  for (const int loops : {2, 6}) {
+    SCOPED_TRACE(std::to_string(loops) + " busy loops");
+    Outcome o;
+    {
+      BusyLoops busy(loops);
+      ASSERT_EQ(busy.pids.size(), static_cast<size_t>(loops));
+      o = eval("examples/level1/19_ReLU/cpu_honest.py", "cpu", {"--time-cap", "0.5"}, "problems/level1/19_ReLU.py",
+               "-busy" + std::to_string(loops));
+    }
+    ASSERT_EQ(o.code, 0) << o.output;
+    EXPECT_EQ(o.record["verdict"], "correct") << o.record["findings"].dump(1);
+    ASSERT_TRUE(o.record.contains("timing")) << o.record.dump(1);
+    const json& b = o.record["timing"]["call_bound"];
+    ASSERT_TRUE(b.contains("judged")) << b.dump();
+    if (b["ok"].get<bool>()) {
+      EXPECT_TRUE(b["judged"].get<bool>()) << b.dump();
+      EXPECT_GT(o.record.value("runtime", -1.0), 0.0);
+      continue;
+    }
+    EXPECT_FALSE(b["judged"].get<bool>()) << "an honest run shown as a forgery: " << b.dump();
+    EXPECT_GT(b["waited_calls"].get<int>(), 0) << b.dump();
+    EXPECT_EQ(o.record["timing"].value("error", ""), "the per-call outside bound could not be judged on this busy "
+                                                    "host: no speedup is claimed")
+        << o.record["timing"].dump(1);
+    EXPECT_LT(o.record.value("runtime", -1.0), 0.0) << "no speedup claimed";
+    bool said = false;
+    for (const auto& f : o.record["findings"])
+      said = said || (f["rule"] == "timing_host_busy" && f["message"].get<std::string>().find("(T22)") != std::string::npos);
+    EXPECT_TRUE(said) << o.record["findings"].dump(1);
   }
-  ASSERT_EQ(o.code, 0) << o.output;
-  EXPECT_EQ(o.record["verdict"], "correct") << o.record["findings"].dump(1);
-  ASSERT_TRUE(o.record.contains("timing")) << o.record.dump(1);
-  EXPECT_TRUE(o.record["timing"]["call_bound"]["ok"].get<bool>()) << o.record["timing"]["call_bound"].dump();
 }
 
 TEST(Timing, LaunchHoldOutOfRangeIsRefused) {

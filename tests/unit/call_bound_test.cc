@@ -76,6 +76,53 @@ TEST(CallBound, TheGpuLaunchHoldIsInEveryWindowAndNoSample) {
   EXPECT_NEAR(b.allowance_ms, kCallBoundFloorMs + 0.55, 1e-9);
 }
 
+TEST(CallBound, WaitsForACpuMakeAFailedBoundUnjudgedNeverHonest) {
+  // An oversubscribed host: most windows hold milliseconds the worker spent waiting for a CPU,
+  // outside its samples (the kernel's account of both threads' waits says how long).
+  std::vector<double> samples(40, 0.1), windows(40, 0.13), pings(40, 0.03), waits(40, 0.0);
+  for (size_t i = 0; i < 30; ++i) {
+    windows[i] = 4.6;
+    waits[i] = 4.5;
+  }
+  CallBound b = bound_calls(samples, windows, pings, 0, waits);
+  EXPECT_EQ(b.short_calls, 30);
+  EXPECT_EQ(b.waited_calls, 30);
+  EXPECT_NEAR(b.waited_ms, 4.5, 1e-9);
+  EXPECT_FALSE(b.ok) << "no speedup can be claimed from such windows";
+  EXPECT_FALSE(b.judged) << "nor can a forgery be shown";
+  // The attacker's version: a forged clock, its worker's main thread kept waiting by its own helper
+  // thread that computes meanwhile. The kernel's account looks the same, so the waits earn it no
+  // more than the honest run on a busy host: unjudged, never ok.
+  std::vector<double> forged(40, 0.005), windows2(40, 0.2), waits2(40, 0.19);
+  CallBound f = bound_calls(forged, windows2, pings, 0, waits2);
+  EXPECT_FALSE(f.ok);
+  EXPECT_FALSE(f.judged);
+}
+
+TEST(CallBound, WaitsThatDoNotCoverTheShortfallStillShowAForgery) {
+  // A clock running slow during forward: each window 0.2 ms, each sample 0.02 ms; the host's
+  // waits (0.01 ms) explain a sliver of it.
+  std::vector<double> samples(50, 0.02), windows(50, 0.2), pings(50, 0.03), waits(50, 0.01);
+  CallBound b = bound_calls(samples, windows, pings, 0, waits);
+  EXPECT_EQ(b.short_calls, 50);
+  EXPECT_EQ(b.waited_calls, 0);
+  EXPECT_FALSE(b.ok);
+  EXPECT_TRUE(b.judged) << "a forgery, shown";
+  // Unknown waits (-1: the kernel's account could not be read) explain nothing.
+  std::vector<double> unknown(50, -1.0);
+  CallBound u = bound_calls(samples, windows, pings, 0, unknown);
+  EXPECT_TRUE(u.judged);
+  EXPECT_EQ(u.waited_ms, -1.0);
+  EXPECT_FALSE(u.to_json().contains("waited_ms"));
+  // Only the short calls the waits do not explain count towards a forgery.
+  for (size_t i = 0; i < 20; ++i) waits[i] = 0.5;
+  CallBound h = bound_calls(samples, windows, pings, 0, waits);
+  EXPECT_EQ(h.waited_calls, 20);
+  EXPECT_TRUE(h.judged) << "30 of 50 calls short beyond their waits: more than half";
+  for (size_t i = 20; i < 26; ++i) waits[i] = 0.5;
+  EXPECT_FALSE(bound_calls(samples, windows, pings, 0, waits).judged) << "24 of 50 unexplained: not more than half";
+}
+
 TEST(CallBound, CallsWithoutAWindowAreNotChecked) {
   std::vector<double> samples = {0.01, 0.01}, windows = {-1, 0.02}, pings = {0.01};
   CallBound b = bound_calls(samples, windows, pings);

@@ -1,5 +1,6 @@
 #include "util/host_load.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -38,6 +39,14 @@ TEST(HostLoad, PidStatCpuReadsUtimeAndStimeAfterTheCommand) {
   EXPECT_DOUBLE_EQ(*s, (1234 + 566) / 100.0) << "utime + stime, not the children's cutime/cstime";
   EXPECT_FALSE(pid_stat_cpu_s("4242 kbv S 1", 100.0));
   EXPECT_FALSE(pid_stat_cpu_s("4242 (kbv) S 1 2 3", 100.0));
+}
+
+TEST(HostLoad, SchedstatWaitIsTheSecondField) {
+  std::optional<double> w = schedstat_wait_ms("96695223 10736155 292\n");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_DOUBLE_EQ(*w, 10.736155) << "nanoseconds on a run queue, in ms; not the on-CPU time";
+  EXPECT_FALSE(schedstat_wait_ms("96695223\n"));
+  EXPECT_FALSE(schedstat_wait_ms(""));
 }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -118,6 +127,51 @@ TEST(HostLoad, AProcessGoneMakesTheFigureUnknown) {
   waitpid(child, nullptr, 0);
   HostLoadProbe probe({child});
   EXPECT_FALSE(probe.other_cores().has_value());
+}
+
+// The kernel's account of a thread's waits for a CPU (what the per-call bound reads around every
+// timed call): a thread that shares its one CPU with a spinning child waits while the child runs,
+// and the child's own figure, read from outside by its pid, grows as well.
+TEST(HostLoad, AThreadSharingItsCpuWaits) {
+  ThreadWait self(0);
+  if (!self.ms()) GTEST_SKIP() << "no /proc/thread-self/schedstat on this kernel: waits are not known here";
+  std::thread t([] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    pid_t child = fork();  // inherits the one CPU
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      volatile unsigned long k = 0;
+      for (;;) k = k + 1;
+    }
+    struct Reap {
+      pid_t pid;
+      ~Reap() {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    } reap{child};
+    ThreadWait mine(0), its(child);
+    const std::optional<double> mine0 = mine.ms();
+    ASSERT_TRUE(mine0.has_value());
+    // Spin for 200 ms of wall time on the shared CPU: the scheduler gives the child part of it.
+    const double t0 = now_s();
+    volatile unsigned long k = 0;
+    while (now_s() - t0 < 0.2) k = k + 1;
+    const std::optional<double> mine1 = mine.ms(), theirs = its.ms();
+    ASSERT_TRUE(mine1.has_value());
+    ASSERT_TRUE(theirs.has_value()) << "the child's schedstat by its pid";
+    EXPECT_GT(*mine1 - *mine0, 10.0) << "200 ms beside a spinning child on one CPU, yet waited only "
+                                     << *mine1 - *mine0 << " ms";
+    EXPECT_LT(*mine1 - *mine0, 200.0);
+    EXPECT_GT(*theirs, 0.0);
+  });
+  t.join();
+  ThreadWait gone(999999999);
+  EXPECT_FALSE(gone.ms().has_value()) << "no such process";
 }
 
 TEST(HostLoad, ThresholdComesFromTheEnvironmentWhenSet) {
