@@ -3,9 +3,11 @@
 // without row locks; concurrent writers wait (busy timeout) instead of failing.
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <system_error>
+#include <thread>
 
 #include "queue/db.h"
 
@@ -192,11 +194,24 @@ std::unique_ptr<Connection> open_sqlite_connection(const std::string& path, cons
     return nullptr;
   }
   sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
-  char* message = nullptr;
   // WAL: readers never block the writer; NORMAL sync is durable across a process crash (the
-  // queue's failure model), a power loss may drop the last transactions.
-  if (sqlite3_exec(db.get(), "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", nullptr, nullptr,
-                   &message) != SQLITE_OK) {
+  // queue's failure model), a power loss may drop the last transactions. Setting WAL on a new file
+  // takes its exclusive lock: two processes opening the same new queue at once (`kbv eval --queue`
+  // and the `kbv worker` started beside it) can both hold the shared lock and want it, and SQLite
+  // answers one SQLITE_BUSY at once, without its busy handler (a deadlock it will not wait out):
+  // tried again, for as long as the busy timeout.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (;;) {
+    char* message = nullptr;
+    const int pragma = sqlite3_exec(db.get(), "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", nullptr,
+                                    nullptr, &message);
+    if (pragma == SQLITE_OK) break;
+    const int primary = pragma & 0xff;
+    if ((primary == SQLITE_BUSY || primary == SQLITE_LOCKED) && std::chrono::steady_clock::now() < deadline) {
+      sqlite3_free(message);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
     error = "queue " + url + ": " + path + " is not a usable SQLite file: " +
             (message ? message : sqlite3_errmsg(db.get()));
     sqlite3_free(message);

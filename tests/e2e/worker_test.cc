@@ -129,12 +129,19 @@ TEST(Worker, EvalWithQueueSubmitsThePairAndWritesTheWorkersRecord) {
   std::string error;
   auto worker = spawn(spawn_options, error);
   ASSERT_TRUE(worker) << error;
+  struct Stop {  // however the test ends: no kbv worker left polling the queue
+    pid_t pid;
+    ~Stop() {
+      ::kill(pid, SIGTERM);
+      if (!wait_for(pid, std::chrono::seconds(60))) kill_group(pid);
+    }
+  } stop{worker->pid};
   const std::vector<std::string> args = {
       "eval", "--problem", (kSource / "problems/level1/106_Sigmoid.py").string(), "--solution",
       (kSource / "examples/level1/106_Sigmoid/cpu_wrong_negative.py").string(), "--device", "cpu", "--timing", "off",
       "--trials", "1", "--queue", url, "--json", (dir / "record.json").string()};
   Outcome o = run_kbv(args, dir / "record.json", 900);
-  EXPECT_EQ(o.code, 0) << o.output;
+  ASSERT_EQ(o.code, 0) << o.output << "\nthe kbv worker's log:\n" << tail_file(dir / "worker.log", 4000);
   EXPECT_EQ(o.record.value("verdict", ""), "wrong_output") << o.output;
   EXPECT_EQ(o.record.value("problem_id", 0), 106);
   EXPECT_NE(o.output.find("worker "), std::string::npos) << o.output;
@@ -150,9 +157,6 @@ TEST(Worker, EvalWithQueueSubmitsThePairAndWritesTheWorkersRecord) {
   Outcome sandbox = run_kbv({"eval", "--problem", args[2], "--solution", args[4], "--sandbox", "off", "--queue", url});
   EXPECT_EQ(sandbox.code, 2) << sandbox.output;
   EXPECT_NE(sandbox.output.find("decided by the kbv worker"), std::string::npos) << sandbox.output;
-  ::kill(worker->pid, SIGTERM);
-  auto status = wait_for(worker->pid, std::chrono::seconds(60));
-  if (!status) kill_group(worker->pid);
 }
 
 // `kbv eval --run --queue`: a run folder's samples as jobs, evaluated by a kbv worker, stored as

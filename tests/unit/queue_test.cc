@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -607,6 +608,47 @@ TEST(QueueOpen, SqliteFileThatIsNotADatabaseIsAnError) {
   std::string error;
   EXPECT_EQ(Queue::open("sqlite:" + (dir / "q.db").string(), error), nullptr);
   EXPECT_NE(error.find((dir / "q.db").string()), std::string::npos) << error;
+  fs::remove_all(dir);
+}
+
+// Processes that open the same new SQLite queue at once all get it (the CI failure of
+// Worker.EvalWithQueueSubmitsThePairAndWritesTheWorkersRecord: `kbv eval --queue` and the `kbv
+// worker` beside it opened a new file together and the worker stopped on "database is locked",
+// from setting WAL, which SQLite answers at once rather than waiting when both hold the shared lock).
+TEST(QueueOpen, ProcessesOpeningANewSqliteQueueTogetherAllGetIt) {
+  const fs::path dir = fs::temp_directory_path() / ("kbv_queue_race_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  constexpr int kRounds = 12, kProcs = 4;
+  int failed = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string url = "sqlite:" + (dir / ("q" + std::to_string(round) + ".db")).string();
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    std::vector<pid_t> kids;
+    for (int k = 0; k < kProcs; ++k) {
+      pid_t pid = ::fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        ::close(go[1]);
+        char c;
+        (void)!::read(go[0], &c, 1);  // all start when the parent closes its end
+        std::string error;
+        auto q = Queue::open(url, error);
+        if (!q) std::fprintf(stderr, "%s\n", error.c_str());
+        ::_exit(q ? 0 : 1);
+      }
+      kids.push_back(pid);
+    }
+    ::close(go[0]);
+    ::close(go[1]);
+    for (pid_t pid : kids) {
+      int status = 0;
+      ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+    }
+  }
+  EXPECT_EQ(failed, 0) << failed << " of " << kRounds * kProcs << " opens failed (their messages are on stderr)";
   fs::remove_all(dir);
 }
 
