@@ -285,13 +285,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
       timing["candidate"][k] = all.budget["candidate"][k];
   }
   all.checks.write(timing);
-  if (!claim) {  // the host's waits, not the candidate, may explain its short calls: no speedup
-    timing["error"] = unjudged_call_bound_error;
-    record.timing = timing_from_json(timing);
-    release_both(options, reference, nullptr);
-    reject_on_findings(record);
-    return;
-  }
+  if (!claim) return end_unjudged(record, timing, options, reference);  // no speedup: see judge_call_bound
   std::map<std::string, PairedSpeedup> by_mode;
   write_pooled_baselines(timing, all, cs, tp.statistic, by_mode);
   timing["pairs"] = all.done;

@@ -135,6 +135,9 @@ void describe_run(nlohmann::json& timing, const msg::TimeReply& cr);
 void set_runtime(Record& record, const Stats& cs, const Environment& env, const TimingProtocol& tp);
 // Ends the timing ops' state in the workers (their inputs and buffers).
 void release_both(const EvalOptions& options, WorkerProcess& reference, WorkerProcess* candidate);
+// The candidate's short calls were not judged (judge_call_bound false): the timing ends with
+// timing.error = unjudged_call_bound_error and no speedup; the candidate was already stopped.
+void end_unjudged(Record& record, nlohmann::json& timing, const EvalOptions& options, WorkerProcess& reference);
 
 // Paired rounds (timing.pairs > 0, docs/TIMING.md "Paired rounds"): every round a block of each
 // baseline and a block of the candidate, baselines first in even rounds and the candidate first in

@@ -66,6 +66,13 @@ void release_both(const EvalOptions& options, WorkerProcess& reference, WorkerPr
   if (candidate) candidate->call(msg::to_json(msg::TimeReleaseRequest{}), ms(options.timeouts.call_s));
 }
 
+void end_unjudged(Record& record, json& timing, const EvalOptions& options, WorkerProcess& reference) {
+  timing["error"] = unjudged_call_bound_error;
+  record.timing = timing_from_json(timing);
+  release_both(options, reference, nullptr);
+  reject_on_findings(record);
+}
+
 void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                           WorkerProcess& reference, WorkerProcess& candidate);
 
@@ -118,13 +125,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   check_thread_budget(record, timing, options, env, reference, candidate, cr, reject);
   stop_candidate(record, candidate);
   const bool cacheable = restore_reference(record, reference) && timing["call_bound"].value("judged", true);
-  if (!claim) {  // the host's waits, not the candidate, may explain its short calls: no speedup
-    timing["error"] = unjudged_call_bound_error;
-    record.timing = timing_from_json(timing);
-    release_both(options, reference, nullptr);
-    reject_on_findings(record);
-    return;
-  }
+  if (!claim) return end_unjudged(record, timing, options, reference);  // no speedup: see judge_call_bound
   std::vector<std::string> cache_refused;
   time_baselines(timing, pair, options, env, reference, cs, cr.samples_ms, cacheable, cache_refused);
   note_host_busy(record, timing, run.others);
