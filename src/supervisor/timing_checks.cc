@@ -177,7 +177,7 @@ bool judge_call_bound(Record& record, json& timing, const CallBoundCalls& calls,
         fmt::format("{} of {} timed calls reported a sample shorter than the supervisor's own clock allows, {} of them "
                     "by no more than the candidate's worker and the supervisor waited for a CPU meanwhile (median "
                     "{:.3f} ms): the per-call outside bound (T22) cannot tell a busy host from a rewritten clock, so "
-                    "{} and a baseline timed now is not cached; time again on an idle host (docs/TIMING.md)",
+                    "{}; time again on an idle host (docs/TIMING.md)",
                     b.short_calls, b.checked, b.waited_calls, b.waited_ms,
                     reject == "reject" ? "no speedup is claimed"
                                        : "the speedup stands only because the upstream protocol has no such check"),

@@ -124,7 +124,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   spot_check_calls(record, timing, run, cs, options, reference, spot_seeds, reject);
   check_thread_budget(record, timing, options, env, reference, candidate, cr, reject);
   stop_candidate(record, candidate);
-  const bool cacheable = restore_reference(record, reference) && timing["call_bound"].value("judged", true);
+  const bool cacheable = restore_reference(record, reference);
   if (!claim) return end_unjudged(record, timing, options, reference);  // no speedup: see judge_call_bound
   std::vector<std::string> cache_refused;
   time_baselines(timing, pair, options, env, reference, cs, cr.samples_ms, cacheable, cache_refused);

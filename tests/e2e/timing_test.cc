@@ -816,8 +816,8 @@ TEST(Timing, ABusyHostIsSaidAndItsBaselinesAreNotCached) {
   }
   bool warned = false;
   for (const auto& f : o.record["findings"])
-    if (f["rule"] == "timing_host_busy") {
-      warned = true;
+    if (f["rule"] == "timing_host_busy" && f["message"].get<std::string>().find("(T22)") == std::string::npos) {
+      warned = true;  // the host's load (the other timing_host_busy: a per-call bound not judged)
       EXPECT_EQ(f["severity"], "warn");
       EXPECT_TRUE(f["cheat"].is_null()) << f.dump();
       EXPECT_NE(f["message"].get<std::string>().find("not cached"), std::string::npos) << f["message"];
