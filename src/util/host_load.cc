@@ -66,6 +66,7 @@ std::optional<double> schedstat_wait_ms(std::string_view schedstat) {
 }
 
 ThreadWait::ThreadWait(int pid) {
+  if (pid < 0) return;  // no such process (a worker not running): unknown, never this thread's
   const std::string path = pid > 0 ? "/proc/" + std::to_string(pid) + "/schedstat" : "/proc/thread-self/schedstat";
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
 }

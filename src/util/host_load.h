@@ -31,8 +31,8 @@ std::optional<double> schedstat_wait_ms(std::string_view schedstat);
 // per-call outside bound reads it around every timed call (measure/call_bound.h).
 class ThreadWait {
  public:
-  // pid: a process's main thread; 0: the calling thread. Unreadable (no such process, hidepid, a
-  // kernel without CONFIG_SCHED_INFO): every ms() is nullopt.
+  // pid: a process's main thread; 0: the calling thread. Negative (a worker not running) or
+  // unreadable (no such process, hidepid, a kernel without CONFIG_SCHED_INFO): every ms() is nullopt.
   explicit ThreadWait(int pid);
   ~ThreadWait();
   ThreadWait(const ThreadWait&) = delete;

@@ -61,6 +61,26 @@ bool stop_and_wait(pid_t child) {
   return kill(child, SIGSTOP) == 0 && waitpid(child, &status, WUNTRACED) == child && WIFSTOPPED(status);
 }
 
+// A child process that spins (and dies with this one), killed and reaped however the test
+// ends. pid < 0: fork failed.
+struct SpinningChild {
+  pid_t pid = fork();
+  SpinningChild() {
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      volatile unsigned long k = 0;
+      for (;;) k = k + 1;
+    }
+  }
+  ~SpinningChild() {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  SpinningChild(const SpinningChild&) = delete;
+  SpinningChild& operator=(const SpinningChild&) = delete;
+};
+
 TEST(HostLoad, OurProcessesAreNotOthers) {
   // A child that spins: counted as ours by one probe and as another process by a second probe
   // over the same interval. Whatever else the machine runs meanwhile (ctest -j2) is the same for
@@ -69,20 +89,9 @@ TEST(HostLoad, OurProcessesAreNotOthers) {
   // however long that takes on a loaded machine, and the figures are compared in CPU seconds, so
   // the load changes how long the test takes, not what it finds.
   constexpr double kChildCpuS = 0.3;
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    volatile unsigned long k = 0;
-    for (;;) k = k + 1;
-  }
-  struct Reap {  // however the test ends
-    pid_t pid;
-    ~Reap() {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  } reap{child};
+  SpinningChild spinner;
+  ASSERT_GE(spinner.pid, 0);
+  const pid_t child = spinner.pid;
   ASSERT_TRUE(stop_and_wait(child));
   bool compared = false;
   // The two probes start (and are read) one after the other; a try where this process was
@@ -140,21 +149,9 @@ TEST(HostLoad, AThreadSharingItsCpuWaits) {
     CPU_ZERO(&one);
     CPU_SET(sched_getcpu(), &one);
     ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
-    pid_t child = fork();  // inherits the one CPU
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      volatile unsigned long k = 0;
-      for (;;) k = k + 1;
-    }
-    struct Reap {
-      pid_t pid;
-      ~Reap() {
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-      }
-    } reap{child};
-    ThreadWait mine(0), its(child);
+    SpinningChild spinner;  // inherits the one CPU
+    ASSERT_GE(spinner.pid, 0);
+    ThreadWait mine(0), its(spinner.pid);
     const std::optional<double> mine0 = mine.ms();
     ASSERT_TRUE(mine0.has_value());
     // Spin for 200 ms of wall time on the shared CPU: the scheduler gives the child part of it.
@@ -170,8 +167,9 @@ TEST(HostLoad, AThreadSharingItsCpuWaits) {
     EXPECT_GT(*theirs, 0.0);
   });
   t.join();
-  ThreadWait gone(999999999);
+  ThreadWait gone(999999999), not_running(-1);
   EXPECT_FALSE(gone.ms().has_value()) << "no such process";
+  EXPECT_FALSE(not_running.ms().has_value()) << "a worker's pid of -1 is not the calling thread";
 }
 
 TEST(HostLoad, ThresholdComesFromTheEnvironmentWhenSet) {
