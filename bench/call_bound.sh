@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The per-call outside bound (docs/TIMING.md) on the honest CPU corpus: each honest CPU example
+# The per-call outside bound and the per-call CPU bound (docs/TIMING.md) on the honest CPU corpus: each honest CPU example
 # evaluated idle and beside BUSY busy loops (default 2), its timing.call_bound and timing figures
 # printed one line per evaluation, records kept under $OUT (default build/bench-out/call_bound).
 #   bench/call_bound.sh [KBV] [TIME_CAP]
@@ -28,12 +28,14 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 t = r.get("timing", {})
 b = t.get("call_bound", {})
+cb = b.get("cpu", {})  # the per-call CPU bound
 c = t.get("candidate", {})
 print(f"{sys.argv[2]:5} {r['verdict']:9} {r['solution'].split('/')[-2][:28]:28} calls {b.get('checked', '-'):>4} "
       f"short {b.get('short_calls', '-'):>3} waited {b.get('waited_calls', '-'):>3} "
       f"judged {'yes' if b.get('judged', True) else 'no':3} allow {b.get('allowance_ms', 0):.3f} ping {b.get('ping_ms', 0):.3f} "
       f"gap50 {b.get('median_gap_ms', 0):.3f} median {c.get('median_ms', 0):.4f} others {c.get('host_other_cores', '-')} "
-      f"sampling {t.get('sampling_s', 0):.2f}s")
+      f"sampling {t.get('sampling_s', 0):.2f}s cpu-over {cb.get('over_calls', '-')}/{cb.get('checked', '-')} "
+      f"cpu-excess50 {cb.get('median_excess_ms', 0):.3f} cpu-ok {cb.get('ok', '-')}")
 PY
 }
 while read -r problem solution; do

@@ -68,6 +68,45 @@ CallBound bound_calls(std::span<const double> samples_ms, std::span<const double
   return b;
 }
 
+nlohmann::json CpuBound::to_json() const {
+  nlohmann::json j = {{"checked", checked},
+                      {"over_calls", over_calls},
+                      {"threads", threads},
+                      {"allowance_ms", allowance_ms},
+                      {"median_excess_ms", median_excess_ms},
+                      {"ok", ok}};
+  if (worst_sample >= 0)
+    j["worst"] = {{"sample", worst_sample}, {"sample_ms", worst_sample_ms}, {"cpu_ms", worst_cpu_ms}};
+  return j;
+}
+
+CpuBound bound_cpu(std::span<const double> samples_ms, std::span<const double> cpu_ms, int threads) {
+  CpuBound b;
+  b.threads = std::max(threads, 1);
+  auto allowance = [&](double sample) { return kCpuBoundFloorMs + kCpuBoundSampleFraction * b.threads * sample; };
+  std::vector<double> excess, kept;
+  double worst = -1e300;
+  const size_t n = std::min(samples_ms.size(), cpu_ms.size());
+  for (size_t s = 0; s < n; ++s) {
+    if (cpu_ms[s] < 0 || samples_ms[s] < 0) continue;
+    const double e = cpu_ms[s] - b.threads * samples_ms[s];
+    excess.push_back(e);
+    kept.push_back(samples_ms[s]);
+    ++b.checked;
+    if (e > allowance(samples_ms[s])) ++b.over_calls;
+    if (e > worst) {
+      worst = e;
+      b.worst_sample = static_cast<int>(s);
+      b.worst_sample_ms = samples_ms[s];
+      b.worst_cpu_ms = cpu_ms[s];
+    }
+  }
+  b.median_excess_ms = quantile_of(excess, 0.5);
+  b.allowance_ms = allowance(quantile_of(kept, 0.5));
+  b.ok = b.over_calls <= kCallBoundShortFraction * b.checked;
+  return b;
+}
+
 std::optional<std::vector<double>> samples_in_order(std::span<const double> kept_ms,
                                                     std::span<const double> discarded_ms,
                                                     std::span<const int> discarded_at) {

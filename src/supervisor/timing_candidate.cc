@@ -27,9 +27,11 @@ json forged_ask(CallLog& log, const json& ask) {
 }
 
 // The candidate worker's main thread and the supervisor's own: their waits for a CPU, summed.
+// And the candidate worker's CPU time, every thread (the per-call CPU bound; CPU timing only).
 struct Waits {
   ThreadWait candidate, supervisor{0};
-  explicit Waits(int candidate_pid) : candidate(candidate_pid) {}
+  ProcessCpuTime cpu;
+  Waits(int candidate_pid, bool cpu_timing) : candidate(candidate_pid), cpu(cpu_timing ? candidate_pid : -1) {}
   std::optional<double> ms() const {
     std::optional<double> c = candidate.ms(), s = supervisor.ms();
     if (!c || !s) return std::nullopt;
@@ -58,10 +60,13 @@ json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const Ev
   if (got == 1) {
     log.phase = 2;
     log.waited_at_start = waits.ms();
+    log.cpu_at_start = waits.cpu.ms();
     log.start_answered = Clock::now();
     return msg::to_json(msg::Done{});
   }
   log.window_ms.push_back(std::chrono::duration<double, std::milli>(arrived - log.start_answered).count());
+  const std::optional<double> cpu = waits.cpu.ms();
+  log.cpu_ms.push_back(cpu && log.cpu_at_start ? std::max(*cpu - *log.cpu_at_start, 0.0) : -1.0);
   const std::optional<double> waited = waits.ms();
   log.waited_ms.push_back(waited && log.waited_at_start ? std::max(*waited - *log.waited_at_start, 0.0) : -1.0);
   const Clock::time_point p0 = Clock::now();
@@ -98,7 +103,8 @@ CandidateRun run_candidate(const EvalOptions& options, const Environment& env, W
   // On the CPU, what other processes ran meanwhile (the reference serving draws is ours).
   std::optional<HostLoadProbe> load;
   if (env.device != "cuda") load.emplace(std::vector<int>{reference.pid(), candidate.pid()});
-  const Waits waits(candidate.program_pid());
+  const Waits waits(candidate.program_pid(), env.device != "cuda");
+  run.log.threads = std::max<int>({1, options.cpu.threads, static_cast<int>(candidate.cpus().size())});
   const auto t0 = Clock::now();
   run.reply = candidate.call(msg::to_json(req), timing_timeout(options),
                              [&](const json& ask) { return serve_ask(run.log, ask, reference, options, waits); });

@@ -152,7 +152,9 @@ bool add_call_bound_calls(Record& record, CallBoundCalls& calls, const Candidate
     calls.samples.push_back((*samples)[s]);
     calls.windows.push_back(call < run.log.window_ms.size() ? run.log.window_ms[call] : -1.0);
     calls.waits.push_back(call < run.log.waited_ms.size() ? run.log.waited_ms[call] : -1.0);
+    calls.cpu.push_back(call < run.log.cpu_ms.size() ? run.log.cpu_ms[call] : -1.0);
   }
+  calls.threads = std::max(calls.threads, run.log.threads);
   calls.pings.insert(calls.pings.end(), run.log.ping_ms.begin(), run.log.ping_ms.end());
   return true;
 }
@@ -167,6 +169,24 @@ bool judge_call_bound(Record& record, json& timing, const CallBoundCalls& calls,
   const double held_ms = cuda ? 1.1 * tp.launch_hold_us / 1000.0 : 0.0;
   const CallBound b = bound_calls(calls.samples, calls.windows, calls.pings, held_ms, calls.waits);
   timing["call_bound"] = b.to_json();
+  const CpuBound c = bound_cpu(calls.samples, calls.cpu, calls.threads);
+  if (c.checked > 0) {
+    timing["call_bound"]["cpu"] = c.to_json();
+    // Waiting is not CPU time: a busy host cannot explain this one, so it is judged whatever the
+    // wall-clock bound found.
+    if (!c.ok)
+      record.findings.push_back(make_finding(
+          "timing_mismatch", reject,
+          fmt::format("in {} of {} timed calls the candidate's worker used more CPU time between the call's start "
+                      "and end marks than its reported sample allows ({} CPU(s) x the sample + {:.3f} ms at the "
+                      "median sample): e.g. "
+                      "sample {} reported {:.4f} ms while the process used {:.4f} ms of CPU (the kernel's account); "
+                      "the worker's clock was rewritten, the samples are forged, or other threads computed "
+                      "meanwhile",
+                      c.over_calls, c.checked, c.threads, c.allowance_ms, c.worst_sample, c.worst_sample_ms,
+                      c.worst_cpu_ms),
+          "timing.call_bound.cpu", "T22"));
+  }
   if (b.ok) return true;
   if (!b.judged) {
     // Not a forgery that can be shown, not an honest run that can be timed: the windows held

@@ -44,6 +44,9 @@ struct CallLog {
   std::vector<double> ping_ms;
   Clock::time_point start_answered;
   std::optional<double> waited_at_start;  // both threads' waits when the start mark was answered
+  std::vector<double> cpu_ms;  // per call index: the candidate worker's CPU time inside the window (-1: not known)
+  std::optional<double> cpu_at_start;  // its CPU time when the start mark was answered
+  int threads = 1;  // CPUs it may run on at once (CPU timing: the budget)
   std::string draw_error, forged;
 };
 
@@ -82,7 +85,8 @@ void check_call_counts(Record& record, nlohmann::json& timing, const CandidateRu
 // and the round trips meanwhile. Paired blocks add theirs to one set, judged once over all of them
 // (a block of 3 calls with 2 preempted on a busy host is not half of a run's calls).
 struct CallBoundCalls {
-  std::vector<double> samples, windows, pings, waits;
+  std::vector<double> samples, windows, pings, waits, cpu;
+  int threads = 1;
 };
 
 // Adds `run`'s calls to `calls`; false (and the T14 finding) when its discarded samples are forged.

@@ -83,6 +83,17 @@ std::optional<double> ThreadWait::ms() const {
   return schedstat_wait_ms(std::string_view(buf, static_cast<size_t>(n)));
 }
 
+ProcessCpuTime::ProcessCpuTime(int pid) {
+  if (pid <= 0) return;  // 0 would be this process: never the candidate's
+  ok_ = ::clock_getcpuclockid(static_cast<pid_t>(pid), &clock_) == 0;
+}
+
+std::optional<double> ProcessCpuTime::ms() const {
+  timespec ts{};
+  if (!ok_ || ::clock_gettime(clock_, &ts) != 0) return std::nullopt;
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 HostLoadProbe::HostLoadProbe(std::vector<int> ours) : pids_(std::move(ours)) {
   t0_ = now_s();
   if (FileText t = read_file("/proc/stat"); t.ok) busy0_ = proc_stat_busy_s(t.text, ticks_per_s());

@@ -4,6 +4,7 @@
 // one busy loop (docs/TIMING.md). The supervisor reads /proc around a timing request: the host's
 // busy time less that of kbv's own processes is what the others used.
 #pragma once
+#include <ctime>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,23 @@ class ThreadWait {
 
  private:
   int fd_ = -1;
+};
+
+// CPU time of every thread of one process, to the nanosecond, read from outside it: the kernel's
+// process CPU clock (clock_getcpuclockid), which counts a running thread up to the moment of the
+// read, where /proc's figures lag by up to a scheduler tick. The per-call CPU bound reads the
+// candidate worker's around every timed call (measure/call_bound.h bound_cpu): CPU time is never
+// inflated by waiting, so a busy host does not blur it as it blurs the wall-clock windows.
+class ProcessCpuTime {
+ public:
+  // pid: a process (its thread group) as this process's PID namespace names it. Negative, or a
+  // clock the kernel refuses: every ms() is nullopt.
+  explicit ProcessCpuTime(int pid);
+  std::optional<double> ms() const;
+
+ private:
+  bool ok_ = false;
+  clockid_t clock_{};
 };
 
 class HostLoadProbe {

@@ -108,6 +108,11 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   EXPECT_EQ(t["call_bound"]["checked"].get<int>(), timed) << t["call_bound"].dump();
   EXPECT_TRUE(t["call_bound"]["ok"].get<bool>()) << t["call_bound"].dump();
   EXPECT_GT(t["call_bound"]["ping_ms"].get<double>(), 0.0) << t["call_bound"].dump();
+  // And by the worker process's CPU time inside each window (the per-call CPU bound).
+  ASSERT_TRUE(t["call_bound"].contains("cpu")) << t["call_bound"].dump();
+  EXPECT_EQ(t["call_bound"]["cpu"]["checked"].get<int>(), timed) << t["call_bound"].dump();
+  EXPECT_TRUE(t["call_bound"]["cpu"]["ok"].get<bool>()) << t["call_bound"].dump();
+  EXPECT_EQ(t["call_bound"]["cpu"]["threads"].get<int>(), 1) << t["call_bound"].dump();
   EXPECT_DOUBLE_EQ(r["runtime"].get<double>(), t["candidate"]["median_ms"].get<double>());
   for (const char* k : {"mean", "std", "min", "max", "num_trials", "hardware", "device", "median"})
     EXPECT_TRUE(r["runtime_stats"].contains(k)) << k;
@@ -870,6 +875,9 @@ TEST(Timing, HonestCallsFitTheirWindowsOnABusyHost) {
     ASSERT_TRUE(o.record.contains("timing")) << o.record.dump(1);
     const json& b = o.record["timing"]["call_bound"];
     ASSERT_TRUE(b.contains("judged")) << b.dump();
+    // Waiting for a CPU is not CPU time: the CPU bound holds an honest run whatever the load.
+    ASSERT_TRUE(b.contains("cpu")) << b.dump();
+    EXPECT_TRUE(b["cpu"]["ok"].get<bool>()) << "an honest run shown as a forgery: " << b.dump();
     if (b["ok"].get<bool>()) {
       EXPECT_TRUE(b["judged"].get<bool>()) << b.dump();
       EXPECT_GT(o.record.value("runtime", -1.0), 0.0);
@@ -886,6 +894,33 @@ TEST(Timing, HonestCallsFitTheirWindowsOnABusyHost) {
       said = said || (f["rule"] == "timing_host_busy" && f["message"].get<std::string>().find("(T22)") != std::string::npos);
     EXPECT_TRUE(said) << o.record["findings"].dump(1);
   }
+}
+
+// The per-call CPU bound (docs/TIMING.md): a clock rewritten inside the worker (its GOT slot of
+// steady_clock::now, examples/level1/23_Softmax/cpu_plt_clock.py: a 1 ms call reported as 0.05)
+// beside busy loops, where the wall-clock windows can no longer tell (on the CI machine its
+// allowance grew past the calls: 0 of 131 short), is rejected: the worker's CPU time in each
+// window, the kernel's account, is no waiting.
+TEST(Timing, ARewrittenClockIsRejectedOnABusyHost) {
+  Outcome o;
+  {
+    BusyLoops busy(2);
+    ASSERT_EQ(busy.pids.size(), 2u);
+    o = eval("examples/level1/23_Softmax/cpu_plt_clock.py", "cpu", {"--policy", "lenient", "--time-cap", "0.5"},
+             "problems/level1/23_Softmax.py", "-busy");
+  }
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "rejected") << o.record["findings"].dump(1);
+  ASSERT_TRUE(o.record.contains("timing")) << o.record.dump(1);
+  const json& b = o.record["timing"]["call_bound"];
+  ASSERT_TRUE(b.contains("cpu")) << b.dump();
+  EXPECT_FALSE(b["cpu"]["ok"].get<bool>()) << b.dump();
+  EXPECT_GT(2 * b["cpu"]["over_calls"].get<int>(), b["cpu"]["checked"].get<int>()) << b.dump();
+  bool said = false;
+  for (const auto& f : o.record["findings"])
+    said = said || (f["rule"] == "timing_mismatch" && f["severity"] == "reject" && f.value("cheat", "") == "T22" &&
+                    f["message"].get<std::string>().find("CPU time") != std::string::npos);
+  EXPECT_TRUE(said) << o.record["findings"].dump(1);
 }
 
 TEST(Timing, LaunchHoldOutOfRangeIsRefused) {
@@ -931,6 +966,9 @@ TEST(Timing, BothSidesRunOnTheThreadBudget) {
     EXPECT_EQ(t["candidate"]["cpus"], cpus) << t["candidate"].dump();
     EXPECT_EQ(t["baselines"]["fp32"]["threads"].get<int>(), threads) << t["baselines"].dump();
     EXPECT_EQ(t["baselines"]["fp32"]["cpus"], cpus) << t["baselines"].dump();
+    // The per-call CPU bound allows the budget's CPUs their share of every sample.
+    EXPECT_EQ(t["call_bound"]["cpu"]["threads"].get<int>(), threads) << t["call_bound"].dump();
+    EXPECT_TRUE(t["call_bound"]["cpu"]["ok"].get<bool>()) << t["call_bound"].dump();
     for (const auto& f : o.record["findings"]) {
       EXPECT_NE(f["rule"], "thread_budget_escaped") << f.dump();
       EXPECT_NE(f["rule"], "cpu_budget_not_applied") << f.dump();

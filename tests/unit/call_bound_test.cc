@@ -130,6 +130,65 @@ TEST(CallBound, CallsWithoutAWindowAreNotChecked) {
   EXPECT_TRUE(b.ok);
 }
 
+TEST(CpuBound, HonestCallsUseNoMoreCpuThanTheirSamples) {
+  // A single-threaded call: the process's CPU in the window is the sample plus the marks' handling
+  // (a median of 0.02-0.045 ms on the CI machine); a few calls more (single calls up to 0.19 ms).
+  std::vector<double> samples, cpu;
+  for (int i = 0; i < 100; ++i) {
+    samples.push_back(0.06 + 0.001 * (i % 5));
+    cpu.push_back(samples.back() + (i % 10 == 0 ? 0.25 : 0.045));
+  }
+  CpuBound b = bound_cpu(samples, cpu, 1);
+  EXPECT_TRUE(b.ok);
+  EXPECT_EQ(b.checked, 100);
+  EXPECT_EQ(b.over_calls, 10);
+  EXPECT_NEAR(b.median_excess_ms, 0.045, 1e-9);
+  EXPECT_NEAR(b.allowance_ms, kCpuBoundFloorMs + kCpuBoundSampleFraction * 0.062, 1e-9);
+  EXPECT_EQ(b.worst_sample, 0);
+  // A 24 ms call (the CrossEntropyLoss example): 0.08 ms beyond it is within its share.
+  std::vector<double> long_samples(20, 24.0), long_cpu(20, 24.0 + 0.2);
+  EXPECT_TRUE(bound_cpu(long_samples, long_cpu, 1).ok);
+}
+
+TEST(CpuBound, AClockThatLagsWhileTheCallComputesIsCaught) {
+  // A clock rewritten to run behind by what each call computes: a call of 1 ms reported as 0.05
+  // (examples/level1/23_Softmax/cpu_plt_clock.py). Waits for a CPU on a busy host are not CPU
+  // time: the figures are the same there, where the wall-clock bound can no longer judge.
+  std::vector<double> samples(60, 0.05), cpu(60, 0.05 + 0.95 + 0.03);
+  CpuBound b = bound_cpu(samples, cpu, 1);
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.over_calls, 60);
+  EXPECT_EQ(b.worst_sample, 0);
+  EXPECT_DOUBLE_EQ(b.worst_cpu_ms, 1.03);
+  // The attacker's other way: compute on a helper thread while the main thread reports a short
+  // call. The process CPU clock counts every thread.
+  std::vector<double> helper(60, 0.05 + 0.95 + 0.95);
+  EXPECT_FALSE(bound_cpu(samples, helper, 1).ok);
+  // The bound's resolution: 0.06 ms hidden a call (cpu_plt_clock.py on the 64 x 64 matmul)
+  // is inside the honest calls' spread on the CI machine and passes.
+  std::vector<double> slight(60, 0.05 + 0.06 + 0.03);
+  EXPECT_TRUE(bound_cpu(samples, slight, 1).ok);
+}
+
+TEST(CpuBound, ABudgetOfSeveralCpusAllowsThatManyTimesTheSample) {
+  // ATen's pool on 4 CPUs: 4 x 1 ms of CPU in a 1 ms call is honest, and on 1 CPU it is not.
+  std::vector<double> samples(20, 1.0), cpu(20, 4.0);
+  EXPECT_TRUE(bound_cpu(samples, cpu, 4).ok);
+  EXPECT_FALSE(bound_cpu(samples, cpu, 1).ok);
+  EXPECT_EQ(bound_cpu(samples, cpu, 0).threads, 1) << "no budget counts as one CPU";
+}
+
+TEST(CpuBound, CallsWithoutACpuReadingAreNotCheckedAndHalfMayBeOver) {
+  std::vector<double> samples(10, 0.1), cpu(10, -1.0);
+  CpuBound none = bound_cpu(samples, cpu, 1);
+  EXPECT_TRUE(none.ok);
+  EXPECT_EQ(none.checked, 0);
+  for (int i = 0; i < 10; ++i) cpu[i] = i < 5 ? 0.5 : 0.12;  // half over: within the rule's fraction
+  EXPECT_TRUE(bound_cpu(samples, cpu, 1).ok);
+  cpu[5] = 0.5;  // six of ten
+  EXPECT_FALSE(bound_cpu(samples, cpu, 1).ok);
+}
+
 TEST(CallBound, SamplesBackInCallOrder) {
   std::vector<double> kept = {1, 2, 3}, discarded = {9, 8};
   std::vector<int> at = {1, 4};

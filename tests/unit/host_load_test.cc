@@ -172,6 +172,32 @@ TEST(HostLoad, AThreadSharingItsCpuWaits) {
   EXPECT_FALSE(not_running.ms().has_value()) << "a worker's pid of -1 is not the calling thread";
 }
 
+// The process CPU clock the per-call CPU bound reads: a spinning child's grows with the CPU it gets
+// (however busy the machine: it is compared with the child's own /proc figure, not with the wall
+// clock), a stopped child's stands still, and it is read to well under a scheduler tick.
+TEST(HostLoad, AProcessCpuClockCountsItsCpuTimeFromOutside) {
+  SpinningChild spinner;
+  ASSERT_GE(spinner.pid, 0);
+  ProcessCpuTime clock(spinner.pid);
+  const std::optional<double> a = clock.ms();
+  ASSERT_TRUE(a.has_value()) << "clock_getcpuclockid of a child";
+  std::optional<double> b = a;
+  for (const double deadline = now_s() + 300; b && *b - *a < 100.0 && now_s() < deadline; b = clock.ms())
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(b.has_value());
+  EXPECT_GE(*b - *a, 100.0) << "the child got no CPU for 300 s";
+  ASSERT_TRUE(stop_and_wait(spinner.pid));
+  const std::optional<double> c = clock.ms(), proc = cpu_s_of(spinner.pid);
+  ASSERT_TRUE(c.has_value() && proc.has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(clock.ms(), c) << "a stopped process uses no CPU";
+  // /proc/<pid>/stat counts in ticks (10 ms), the clock in nanoseconds: they agree to a few ticks.
+  EXPECT_NEAR(*c / 1000.0, *proc, 0.05);
+  ProcessCpuTime none(-1), gone(999999999);
+  EXPECT_FALSE(none.ms().has_value()) << "a worker's pid of -1 is not this process";
+  EXPECT_FALSE(gone.ms().has_value()) << "no such process";
+}
+
 TEST(HostLoad, ThresholdComesFromTheEnvironmentWhenSet) {
   unsetenv("KBV_HOST_BUSY_CORES");
   EXPECT_DOUBLE_EQ(host_busy_cores(), kHostBusyCores);
