@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The per-call outside bound and the per-call CPU bound (docs/TIMING.md) on the honest CPU corpus: each honest CPU example
-# evaluated idle and beside BUSY busy loops (default 2), its timing.call_bound and timing figures
-# printed one line per evaluation, records kept under $OUT (default build/bench-out/call_bound).
+# The per-call outside bound and the per-call CPU bound (docs/TIMING.md) on the honest CPU corpus:
+# each honest CPU example evaluated idle and beside BUSY busy loops (default 2), its
+# timing.call_bound and timing figures printed one line per evaluation, records kept under $OUT
+# (default build/bench-out/call_bound).
 #   bench/call_bound.sh [KBV] [TIME_CAP]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
