@@ -763,8 +763,8 @@ def throughput(args):
     `--device` (`--limit` problems, each solution `--samples` times; kbv eval's default options unless
     `--options` names some). Part 1, one host: `kbv serve --workers W` (`--gpus 0` on cuda), one
     cache: a warm-up pass (one candidate per problem: the baselines and reference workers, not
-    counted), then for each `--build-jobs-list` value (default 0) a new server with that
-    `--build-jobs`, a pass of fresh candidates (each solution with a new comment: a new build key,
+    counted), then (unless `--build-jobs-list none`) for each `--build-jobs-list` value (default 0)
+    a new server with that `--build-jobs`, a pass of fresh candidates (each solution with a new comment: a new build key,
     so a full build) and a pass of the same sources with a new seed (builds cached); per pass the
     wall, candidates per hour and per-phase mean seconds from /metrics. Part 2, scaling
     (`--workers-list`, default 1,2,4): `kbv serve --workers 0` and K `kbv worker` processes, each
@@ -788,7 +788,9 @@ def throughput(args):
     own = ["--gpus", "0"] if args.device == "cuda" else ["--workers", str(args.serve_workers)]
     rows = []
     firsts = [v[0] for _, v in sorted(picked.items())]
-    for b, jobs in enumerate(int(n) for n in (args.build_jobs_list or "0").split(",")):
+    # "none": the warm-up alone (the scaling part copies its cache), no one-host passes.
+    only_warm = args.build_jobs_list == "none"
+    for b, jobs in enumerate(int(n) for n in ("0" if only_warm else args.build_jobs_list or "0").split(",")):
         d = root / f"host-build-jobs-{jobs}"
         d.mkdir()
         proc, client = start_serve(args, d, args.problems, [*own, "--build-jobs", str(jobs), "--cache-dir", host_cache])
@@ -796,6 +798,8 @@ def throughput(args):
             if b == 0:  # the baselines and the toolchain's precompiled header, once for the cache
                 rows.append(throughput_pass(client, [(name_of(s), tagged(s, f"{run_id} warm")) for s in firsts],
                                             options, "warm_up"))
+            if only_warm:
+                continue
             fresh = [(name_of(s), tagged(s, f"{run_id} fresh {jobs} {i}")) for i in range(args.samples) for s in sols]
             rows.append(throughput_pass(client, fresh, options, f"fresh_build_jobs_{jobs}"))
             rows.append(throughput_pass(client, fresh, {**options, "seed": 4242}, f"cached_build_jobs_{jobs}"))
@@ -847,7 +851,8 @@ def main():
     ap.add_argument("--workers-list", help="throughput: comma-separated kbv worker process counts to compare "
                                            "(default 1,2,4; 0: no scaling part)")
     ap.add_argument("--build-jobs-list", help="throughput: comma-separated kbv serve --build-jobs values for the one-host "
-                                              "part (default 0)")
+                                              "part (default 0; 'none': its warm-up only, which fills the cache the "
+                                              "scaling part copies)")
     ap.add_argument("--serve-workers", type=int, default=1,
                     help="throughput: evaluations at once in the one-host part (kbv serve --workers; cuda: --gpus 0)")
     ap.add_argument("--options", help="throughput: JSON of evaluation options beside device (default: kbv eval's)")

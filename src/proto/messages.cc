@@ -156,6 +156,7 @@ KBV_FIELDS(TimeReferenceRequest) {
   fields(v, m.timing);
   v("mode", m.mode);
   v("fresh_seed", m.fresh_seed);
+  v("marks", m.marks);
 }
 KBV_FIELDS(TimeCandidateRequest) {
   fields(v, m.timing);

@@ -198,6 +198,10 @@ struct TimeReferenceRequest {
   TimingSettings timing;
   std::string mode = "tf32";            // "fp32" | "tf32" | "compile"
   std::optional<uint64_t> fresh_seed;   // fresh draws (call i on draw fresh_seed + i), else the sets
+  // The candidate's round trips before and after every call, made here too (DrawAsk on the reply
+  // channel: "" after each fresh draw, "start" just before the call, "end" just after it), so that
+  // both sides' calls follow the same blocking waits (CPU timing: docs/TIMING.md "Symmetric marks").
+  bool marks = false;
 };
 // Candidate: the candidate's timed calls.
 struct TimeCandidateRequest {
@@ -329,8 +333,8 @@ struct ExitRequest { static constexpr Op op = Op::exit; };
 // Any role: answered with Done as soon as the worker serves requests (supervisor/warm_pool.h).
 struct PingRequest { static constexpr Op op = Op::ping; };
 
-// Worker -> supervisor during a candidate's `time`: the next fresh draw. The answer is a Done or
-// a Failure.
+// Worker -> supervisor during a candidate's `time` (or a baseline's, TimeReferenceRequest::marks):
+// the next fresh draw. The answer is a Done or a Failure.
 struct DrawAsk {
   static constexpr Op op = Op::draw;
   int64_t index = 0;  // required

@@ -54,7 +54,8 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   // The CPU thread budget as the evaluation resolved it (0 means every CPU, whose count differs
   // between hosts); it times nothing on the GPU.
   t.cpu_threads = env.device == "cuda" ? 0 : options.cpu.threads;
-  std::vector<std::string> parts = {"kbv-baseline-1", problem_text, env.device, env.device_name, env.torch_version,
+  // 2: CPU baselines time their calls between the candidate's round trips (TimeReferenceRequest::marks).
+  std::vector<std::string> parts = {"kbv-baseline-2", problem_text, env.device, env.device_name, env.torch_version,
                                      env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode};
   return sha256_hex_parts(parts);
 }
@@ -91,6 +92,19 @@ std::optional<msg::TimeInputsReply> draw_timing_inputs(WorkerProcess& reference,
   return drawn;
 }
 
+json BaselineMarks::answer(const json& ask) {
+  int64_t index = -1;
+  const int got = ask_phase(ask, index);
+  if (got != phase || index != calls)
+    return msg::to_json(msg::Failure{
+        "protocol_error",
+        fmt::format("baseline timing asks come in call order (draw, start, end): got {} for call {}", ask.dump().substr(0, 120), calls),
+        ""});
+  if (got == 2) ++calls;
+  phase = got == 0 ? 1 : got == 1 ? 2 : fresh ? 0 : 1;
+  return msg::to_json(msg::Done{});
+}
+
 std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions& options, const std::string& mode,
                                      bool cpu, std::string& error, int round) {
   msg::TimeReferenceRequest req;
@@ -108,7 +122,12 @@ std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions
   if (mode == "compile") timeout += ms(options.timeouts.build_s);  // inductor compiles on the first call
   std::optional<HostLoadProbe> load;
   if (cpu) load.emplace(std::vector<int>{reference.pid()});
-  Reply r = reference.call(msg::to_json(req), timeout);
+  // On the CPU the baseline's calls make the candidate's round trips too (its draw, start and end
+  // answered here in call order): a thread that blocked pays for it on its next call, and the
+  // candidate's worker blocks around every call (docs/TIMING.md "Symmetric marks").
+  req.marks = cpu;
+  BaselineMarks marks(req.fresh_seed.has_value());
+  Reply r = reference.call(msg::to_json(req), timeout, [&marks](const json& ask) { return marks.answer(ask); });
   std::optional<msg::TimeReply> timed = reply_as<msg::TimeReply>(r);
   if (!timed) {
     error = fmt::format("timing the {} baseline: {}", mode, reply_message(r));

@@ -42,10 +42,9 @@ struct Waits {
 json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const EvalOptions& options,
                const Waits& waits) {
   const Clock::time_point arrived = Clock::now();
-  msg::DrawAsk a;
-  const bool parsed = msg::op_of(ask) == msg::Op::draw && msg::from_json(ask, a).empty();
-  const int got = !parsed ? -1 : a.mark.empty() ? 0 : a.mark == "start" ? 1 : a.mark == "end" ? 2 : -1;
-  if (got != log.phase || a.index != log.calls || log.calls >= log.max_calls) return forged_ask(log, ask);
+  int64_t index = -1;
+  const int got = ask_phase(ask, index);
+  if (got != log.phase || index != log.calls || log.calls >= log.max_calls) return forged_ask(log, ask);
   if (got == 0) {
     Reply d = reference.call(msg::to_json(msg::TimeDrawRequest{*log.fresh_seed, static_cast<uint64_t>(log.draws)}),
                              ms(options.timeouts.reference_s));
@@ -78,6 +77,13 @@ json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const Ev
 }
 
 }  // namespace
+
+int ask_phase(const json& ask, int64_t& index) {
+  msg::DrawAsk a;
+  if (msg::op_of(ask) != msg::Op::draw || !msg::from_json(ask, a).empty()) return -1;
+  index = a.index;
+  return a.mark.empty() ? 0 : a.mark == "start" ? 1 : a.mark == "end" ? 2 : -1;
+}
 
 CandidateRun run_candidate(const EvalOptions& options, const Environment& env, WorkerProcess& reference,
                            WorkerProcess& candidate, const msg::TimeInputsReply& sets, SeedSource& spot_seeds) {

@@ -50,6 +50,20 @@ struct CallLog {
   std::string draw_error, forged;
 };
 
+// A timing ask on a worker's reply channel (msg::DrawAsk) as the call order reads it: 0 a draw,
+// 1 a start mark, 2 an end mark, -1 anything else; `index` gets the call it names.
+int ask_phase(const nlohmann::json& ask, int64_t& index);
+
+// A CPU baseline's round trips (TimeReferenceRequest::marks) answered in call order, as the
+// candidate's are, without the candidate's bookkeeping: the reference is kbv's own.
+struct BaselineMarks {
+  explicit BaselineMarks(bool fresh_draws) : fresh(fresh_draws), phase(fresh_draws ? 0 : 1) {}
+  nlohmann::json answer(const nlohmann::json& ask);
+  bool fresh;
+  int phase;
+  int64_t calls = 0;  // calls whose end mark arrived
+};
+
 // The candidate's timed run as the supervisor saw it.
 struct CandidateRun {
   Reply reply;

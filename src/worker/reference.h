@@ -15,6 +15,7 @@ namespace kbv {
 
 struct ReferenceState {
   Hosted h;
+  int in_fd = 3, out_fd = 4;  // the channel, for a baseline's round trips (TimeReferenceRequest::marks)
   // Below fp32 the reference keeps its fp32 model here to measure its own error (reference_error).
   pybind11::object model_fp32;
   std::vector<at::Tensor> expected;

@@ -93,6 +93,20 @@ msg::TimeReply time_callable(const Hosted& h, TimingInputs& t, py::object fn, co
   return reply;
 }
 
+// One ask to the supervisor on the reply channel (a draw, or a call's start or end mark), and its answer.
+void ask_supervisor(int in_fd, int out_fd, const msg::DrawAsk& ask) {
+  const std::string what = ask.mark.empty() ? "a fresh timing draw" : "the " + ask.mark + " mark of a timed call";
+  if (std::string e = write_message(out_fd, msg::to_json(ask)); !e.empty())
+    throw WorkerError{"protocol_error", "asking for " + what + ": " + e, ""};
+  ReadResult r = read_message(in_fd, std::nullopt);
+  if (r.status != ReadResult::Status::ok)
+    throw WorkerError{"protocol_error", "waiting for " + what + ": " + r.error, ""};
+  if (!msg::reply_ok(r.message)) {
+    msg::Failure f = msg::failure_of(r.message);
+    throw WorkerError{f.kind, f.message.empty() ? what + " failed" : f.message, ""};
+  }
+}
+
 // ---- reference ----
 
 // Tensor arguments of fresh timing draw `seed` as a timed call sees them: the problem's
@@ -221,13 +235,20 @@ msg::TimeReply time_reference(ReferenceState& s, const msg::TimeReferenceRequest
         throw python_error("runtime_error", "torch.compile(Model) failed", e);
       }
     }
+    // With marks, every call is preceded and followed by the same round trips to the supervisor
+    // as the candidate's (its draw asked for, its start and end marked): a CPU thread that blocked
+    // pays for it on its next call (docs/TIMING.md "Symmetric marks"), so both sides block alike.
     std::function<void(int)> prepare;
     if (request.fresh_seed)
-      prepare = [&s, seed = *request.fresh_seed](int index) {
+      prepare = [&s, seed = *request.fresh_seed, marks = request.marks](int index) {
+        if (marks) ask_supervisor(s.in_fd, s.out_fd, msg::DrawAsk{index, ""});
         load_fresh(s, s.timing.sets.live, seed + static_cast<uint64_t>(index));
       };
+    std::function<void(int, const char*)> mark;
+    if (request.marks)
+      mark = [&s](int index, const char* which) { ask_supervisor(s.in_fd, s.out_fd, msg::DrawAsk{index, which}); };
     reply = time_callable(s.h, s.timing, fn, request.timing, prepare, nullptr,
-                          "the reference Model's forward raised during timing");
+                          "the reference Model's forward raised during timing", mark);
     reply.mode = mode;
   } catch (...) {
     set_matmul_precision("fp32");
@@ -335,22 +356,8 @@ msg::CalibrateReply calibrate(const Hosted& h, const msg::CalibrateRequest& requ
 // One fresh draw, made by the reference through the supervisor (call `index` of this request; the
 // supervisor checks the order), then copied byte for byte into the live buffers. No Python runs in
 // this process for it, so nothing the candidate patched sees the draw.
-// One ask to the supervisor on the reply channel (a draw, or a call's start or end mark), and its answer.
-void ask_supervisor(CandidateState& s, const msg::DrawAsk& ask) {
-  const std::string what = ask.mark.empty() ? "a fresh timing draw" : "the " + ask.mark + " mark of a timed call";
-  if (std::string e = write_message(s.out_fd, msg::to_json(ask)); !e.empty())
-    throw WorkerError{"protocol_error", "asking for " + what + ": " + e, ""};
-  ReadResult r = read_message(s.in_fd, std::nullopt);
-  if (r.status != ReadResult::Status::ok)
-    throw WorkerError{"protocol_error", "waiting for " + what + ": " + r.error, ""};
-  if (!msg::reply_ok(r.message)) {
-    msg::Failure f = msg::failure_of(r.message);
-    throw WorkerError{f.kind, f.message.empty() ? what + " failed" : f.message, ""};
-  }
-}
-
 void fetch_fresh(CandidateState& s, int index) {
-  ask_supervisor(s, msg::DrawAsk{index, ""});
+  ask_supervisor(s.in_fd, s.out_fd, msg::DrawAsk{index, ""});
   TimingInputs& t = s.timing;
   const auto& staged = t.sets.sets.at(0);
   for (size_t i = 0; i < t.sets.live.size() && i < staged.size(); ++i) copy_bytes(t.sets.live[i], staged[i]);
@@ -387,7 +394,8 @@ msg::TimeReply time_candidate(CandidateState& s, const msg::TimeCandidateRequest
   std::function<void(int)> prepare;
   if (request.fresh) prepare = [&s](int index) { fetch_fresh(s, index); };
   std::function<void(int, const char*)> mark;
-  if (request.marks) mark = [&s](int index, const char* which) { ask_supervisor(s, msg::DrawAsk{index, which}); };
+  if (request.marks)
+    mark = [&s](int index, const char* which) { ask_supervisor(s.in_fd, s.out_fd, msg::DrawAsk{index, which}); };
   msg::TimeReply reply = time_callable(s.h, t, s.h.model, request.timing, prepare, &spot,
                                        "ModelNew.forward raised during timing", mark);
   reply.spot = spot.entries;

@@ -63,6 +63,8 @@ std::optional<Role> make_role(const std::string& name, int in_fd, int out_fd) {
   Role r;
   if (name == "reference") {
     r.reference = std::make_unique<ReferenceState>();
+    r.reference->in_fd = in_fd;
+    r.reference->out_fd = out_fd;
     r.ops = reference_ops(*r.reference);
   } else if (name == "candidate") {
     r.candidate = std::make_unique<CandidateState>();

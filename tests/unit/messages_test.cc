@@ -230,8 +230,10 @@ TEST(Messages, Time) {
   json j = round_trip(r);
   EXPECT_EQ(j["rule"]["warmup"], 5);
   EXPECT_FALSE(j.contains("fresh_seed"));
+  EXPECT_FALSE(j["marks"].get<bool>());
   r.fresh_seed = 77;
-  round_trip(r);
+  r.marks = true;
+  EXPECT_TRUE(round_trip(r)["marks"].get<bool>());
   TimeReferenceRequest d = parse<TimeReferenceRequest>(json{{"op", "time"}, {"rule", {{"rse_target", 0.01}}}});
   EXPECT_EQ(d.mode, "tf32");
   EXPECT_EQ(d.timing.rule.rse_target, 0.01);

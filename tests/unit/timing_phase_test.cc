@@ -1,4 +1,5 @@
 #include "supervisor/timing_phase.h"
+#include "supervisor/timing_parts.h"
 
 #include <cstdlib>
 
@@ -216,6 +217,32 @@ TEST(TimingPhase, ABaselineTimedBesideBusyCoresIsNotCached) {
       << "measured: one busy loop beside the 2-core CI machine's ATen threads got 0.49-0.71 cores and "
          "made ReLU's baseline 20-40x slower";
   EXPECT_FALSE(baseline_cacheable(json{{"stats", {{"host_other_cores", kHostBusyCores}}}}));
+}
+
+
+// A CPU baseline's round trips (TimeReferenceRequest::marks) are answered in the candidate's call
+// order: its draw (fresh inputs), then its start and end marks; anything else is refused with the
+// ask and the call it came in.
+TEST(TimingPhase, BaselineMarksAreAnsweredInCallOrder) {
+  auto ask = [](int64_t index, const std::string& mark) { return msg::to_json(msg::DrawAsk{index, mark}); };
+  BaselineMarks fresh(true);
+  for (int64_t i = 0; i < 3; ++i)
+    for (const char* m : {"", "start", "end"}) EXPECT_TRUE(msg::reply_ok(fresh.answer(ask(i, m)))) << i << m;
+  EXPECT_EQ(fresh.calls, 3);
+  const json refused = fresh.answer(ask(3, "start"));  // call 3's draw was not asked for
+  ASSERT_FALSE(msg::reply_ok(refused));
+  EXPECT_NE(msg::failure_of(refused).message.find("for call 3"), std::string::npos) << refused.dump();
+
+  BaselineMarks sets(false);  // input sets: no draws, marks only
+  EXPECT_FALSE(msg::reply_ok(sets.answer(ask(0, ""))));
+  BaselineMarks sets2(false);
+  EXPECT_TRUE(msg::reply_ok(sets2.answer(ask(0, "start"))));
+  EXPECT_FALSE(msg::reply_ok(sets2.answer(ask(1, "end")))) << "an end mark for another call";
+  EXPECT_FALSE(msg::reply_ok(sets2.answer(json{{"op", "draw"}, {"index", "x"}}))) << "a malformed ask";
+  BaselineMarks sets3(false);
+  EXPECT_TRUE(msg::reply_ok(sets3.answer(ask(0, "start"))));
+  EXPECT_TRUE(msg::reply_ok(sets3.answer(ask(0, "end"))));
+  EXPECT_TRUE(msg::reply_ok(sets3.answer(ask(1, "start"))));
 }
 
 }  // namespace
