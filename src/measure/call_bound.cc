@@ -80,6 +80,16 @@ nlohmann::json CpuBound::to_json() const {
   return j;
 }
 
+BesideBound bound_beside(double used_ms, std::span<const double> samples_ms, int threads) {
+  double sum = 0;
+  for (double x : samples_ms) sum += std::max(x, 0.0);
+  BesideBound b;
+  b.used_ms = used_ms;
+  b.allowance_ms = kBesideFloorMs + kBesideFraction * std::max(threads, 1) * sum;
+  b.ok = used_ms <= b.allowance_ms;
+  return b;
+}
+
 CpuBound bound_cpu(std::span<const double> samples_ms, std::span<const double> cpu_ms, int threads) {
   CpuBound b;
   b.threads = std::max(threads, 1);

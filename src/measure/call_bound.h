@@ -92,6 +92,20 @@ constexpr double kCpuBoundSampleFraction = 0.01;
 // samples_ms[s] and cpu_ms[s] of timed sample s (cpu < 0: not known); threads >= 1.
 CpuBound bound_cpu(std::span<const double> samples_ms, std::span<const double> cpu_ms, int threads);
 
+// The processes beside the candidate's worker (its process group or PID namespace: util/host_load.h
+// BesideCpu) while its calls were timed. The per-call bound reads only the worker's own CPU clock,
+// so work handed to a helper process would pass it; an honest candidate's other processes (none,
+// or the sandbox's idle init) use nothing then. Over 5 ms + 10% of the reported samples' CPU
+// (threads x sample, summed) is a forgery's helper: the samples hide work done elsewhere.
+struct BesideBound {
+  double used_ms = 0;       // CPU the processes beside the worker used over the timed runs
+  double allowance_ms = 0;  // kBesideFloorMs + kBesideFraction x threads x the samples' sum
+  bool ok = true;
+};
+constexpr double kBesideFloorMs = 5.0;
+constexpr double kBesideFraction = 0.10;
+BesideBound bound_beside(double used_ms, std::span<const double> samples_ms, int threads);
+
 // Kept and discarded samples back in call order (discarded_at: the sample numbers of the
 // discarded ones). std::nullopt when the numbers do not fit (a forged reply).
 std::optional<std::vector<double>> samples_in_order(std::span<const double> kept_ms,

@@ -110,6 +110,9 @@ CandidateRun run_candidate(const EvalOptions& options, const Environment& env, W
   std::optional<HostLoadProbe> load;
   if (env.device != "cuda") load.emplace(std::vector<int>{reference.pid(), candidate.pid()});
   const Waits waits(candidate.program_pid(), env.device != "cuda");
+  // Its helper processes' CPU over the run (one /proc scan before and after, outside the calls).
+  std::optional<BesideCpu> beside;
+  if (env.device != "cuda") beside.emplace(candidate.program_pid());
   run.log.threads = std::max<int>({1, options.cpu.threads, static_cast<int>(candidate.cpus().size())});
   const auto t0 = Clock::now();
   run.reply = candidate.call(msg::to_json(req), timing_timeout(options),
@@ -119,6 +122,8 @@ CandidateRun run_candidate(const EvalOptions& options, const Environment& env, W
   run.timed = reply_as<msg::TimeReply>(run.reply);
   if (load)
     if (std::optional<double> others = load->other_cores()) run.others = *others;
+  if (beside)
+    if (std::optional<double> used = beside->ms()) run.beside_cpu_ms = *used;
   return run;
 }
 

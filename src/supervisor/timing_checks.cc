@@ -155,6 +155,10 @@ bool add_call_bound_calls(Record& record, CallBoundCalls& calls, const Candidate
     calls.cpu.push_back(call < run.log.cpu_ms.size() ? run.log.cpu_ms[call] : -1.0);
   }
   calls.threads = std::max(calls.threads, run.log.threads);
+  if (run.beside_cpu_ms >= 0)
+    calls.beside_cpu_ms = calls.beside_cpu_ms.value_or(0.0) + run.beside_cpu_ms;
+  else
+    calls.beside_unknown = true;
   calls.pings.insert(calls.pings.end(), run.log.ping_ms.begin(), run.log.ping_ms.end());
   return true;
 }
@@ -186,6 +190,22 @@ bool judge_call_bound(Record& record, json& timing, const CallBoundCalls& calls,
                       c.over_calls, c.checked, c.threads, c.allowance_ms, c.worst_sample, c.worst_sample_ms,
                       c.worst_cpu_ms),
           "timing.call_bound.cpu", "T22"));
+    if (calls.beside_cpu_ms && !calls.beside_unknown) {
+      const BesideBound h = bound_beside(*calls.beside_cpu_ms, calls.samples, calls.threads);
+      json& j = timing["call_bound"]["cpu"];
+      j["beside_ms"] = h.used_ms;
+      j["beside_allowance_ms"] = h.allowance_ms;
+      j["beside_ok"] = h.ok;
+      if (!h.ok)
+        record.findings.push_back(make_finding(
+            "timing_mismatch", reject,
+            fmt::format("other processes of the candidate (its worker's process group or PID namespace) used {:.1f} ms "
+                        "of CPU time while its calls were timed, more than {:.1f} ms ({:.0f} ms + {:.0f}% of the {} "
+                        "samples' reported CPU): work done in a helper process is hidden from the per-call CPU bound, "
+                        "so the samples do not show what the calls cost",
+                        h.used_ms, h.allowance_ms, kBesideFloorMs, 100 * kBesideFraction, calls.samples.size()),
+            "timing.call_bound.cpu.beside_ms", "T22"));
+    }
   }
   if (b.ok) return true;
   if (!b.judged) {

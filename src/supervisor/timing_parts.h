@@ -71,6 +71,9 @@ struct CandidateRun {
   std::optional<msg::TimeReply> timed;
   double supervisor_ms = 0;
   double others = -1;  // cores other processes used meanwhile (-1: unknown: GPU, or /proc unreadable)
+  // CPU ms the processes beside the candidate's worker used meanwhile (util/host_load.h BesideCpu;
+  // CPU timing only, -1: unknown)
+  double beside_cpu_ms = -1;
   CallLog log;
 };
 
@@ -101,6 +104,8 @@ void check_call_counts(Record& record, nlohmann::json& timing, const CandidateRu
 struct CallBoundCalls {
   std::vector<double> samples, windows, pings, waits, cpu;
   int threads = 1;
+  std::optional<double> beside_cpu_ms;  // summed over the runs (CandidateRun::beside_cpu_ms); unknown if any is
+  bool beside_unknown = false;
 };
 
 // Adds `run`'s calls to `calls`; false (and the T14 finding) when its discarded samples are forged.

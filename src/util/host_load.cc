@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -81,6 +83,79 @@ std::optional<double> ThreadWait::ms() const {
   const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);  // a proc file reads afresh from offset 0
   if (n <= 0) return std::nullopt;
   return schedstat_wait_ms(std::string_view(buf, static_cast<size_t>(n)));
+}
+
+std::optional<PidStat> parse_pid_stat(std::string_view pid_stat, double ticks) {
+  const size_t close = pid_stat.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::istringstream in{std::string(pid_stat.substr(close + 1))};
+  std::string state;
+  long ppid = 0;
+  PidStat p;
+  unsigned long long skip = 0, utime = 0, stime = 0;
+  long long cutime = 0, cstime = 0;
+  if (!(in >> state >> ppid >> p.pgrp >> p.session)) return std::nullopt;  // fields 3-6
+  for (int i = 7; i <= 13; ++i)                                             // tty_nr .. cmajflt
+    if (!(in >> skip)) return std::nullopt;
+  if (!(in >> utime >> stime >> cutime >> cstime)) return std::nullopt;  // fields 14-17
+  p.cpu_s = static_cast<double>(utime + stime) / ticks;
+  p.children_cpu_s = static_cast<double>(std::max<long long>(cutime + cstime, 0)) / ticks;
+  return p;
+}
+
+namespace {
+
+std::string pid_namespace_of(const std::string& pid) {
+  std::error_code ec;
+  const std::filesystem::path link = std::filesystem::read_symlink("/proc/" + pid + "/ns/pid", ec);
+  return ec ? std::string() : link.string();
+}
+
+}  // namespace
+
+BesideCpu::BesideCpu(int pid) : pid_(pid) { start_ = snapshot(); }
+
+std::optional<BesideCpu::Snapshot> BesideCpu::snapshot() const {
+  if (pid_ <= 0) return std::nullopt;
+  const double ticks = ticks_per_s();
+  FileText own = read_file("/proc/" + std::to_string(pid_) + "/stat");
+  std::optional<PidStat> worker = own.ok ? parse_pid_stat(own.text, ticks) : std::nullopt;
+  if (!worker) return std::nullopt;
+  // Its PID namespace counts only where it has its own: in ours, every process would.
+  std::string ns = pid_namespace_of(std::to_string(pid_));
+  if (ns == pid_namespace_of("self")) ns.clear();
+  Snapshot snap;
+  snap.children_s = worker->children_cpu_s;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int other = std::atoi(name.c_str());
+    if (other == pid_) continue;
+    FileText t = read_file(entry.path() / "stat");
+    std::optional<PidStat> p = t.ok ? parse_pid_stat(t.text, ticks) : std::nullopt;
+    if (!p) continue;  // gone meanwhile
+    if (p->pgrp != worker->pgrp && (ns.empty() || pid_namespace_of(name) != ns)) continue;
+    // The process CPU clock to the nanosecond where the kernel gives it (/proc's ticks are 10 ms).
+    const std::optional<double> precise = ProcessCpuTime(other).ms();
+    snap.beside_s[other] = precise ? *precise / 1000.0 : p->cpu_s;
+  }
+  return snap;
+}
+
+std::optional<double> BesideCpu::ms() const {
+  std::optional<Snapshot> now = snapshot();
+  if (!start_ || !now) return std::nullopt;
+  double s = now->children_s - start_->children_s;
+  for (const auto& [pid, cpu] : now->beside_s) {
+    auto before = start_->beside_s.find(pid);
+    s += cpu - (before == start_->beside_s.end() ? 0.0 : before->second);
+  }
+  // A process gone since start: its whole time came into the worker's children's (when the worker
+  // waited for it), of which the part before start was counted already.
+  for (const auto& [pid, cpu] : start_->beside_s)
+    if (!now->beside_s.count(pid)) s -= cpu;
+  return std::max(s, 0.0) * 1000.0;
 }
 
 ProcessCpuTime::ProcessCpuTime(int pid) {

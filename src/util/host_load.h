@@ -5,6 +5,7 @@
 // busy time less that of kbv's own processes is what the others used.
 #pragma once
 #include <ctime>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,40 @@ class ProcessCpuTime {
  private:
   bool ok_ = false;
   clockid_t clock_{};
+};
+
+// Fields of /proc/<pid>/stat that say whose a process is and what it spent: its process group and
+// session (kbv's workers share kbv's session), its own CPU time (utime + stime) and that of its children it has waited for (cutime +
+// cstime), in seconds. Nullopt when the text does not parse.
+struct PidStat {
+  long pgrp = 0, session = 0;
+  double cpu_s = 0, children_cpu_s = 0;
+};
+std::optional<PidStat> parse_pid_stat(std::string_view pid_stat, double ticks_per_s);
+
+// The CPU time of the processes beside one worker process: those in its process group or its PID
+// namespace (where that is not this process's; a helper that called setsid leaves the group, not
+// the namespace), itself excluded, and the children it has waited for (a helper that exited). Read from /proc at construction and at each ms(): a
+// process that appeared since counts whole, one gone since through the worker's children's time.
+// The per-call CPU bound reads only the worker's own clock; a helper process computing its calls
+// would hide from it (docs/TIMING.md "What bounds each figure", T22). Live processes are read by
+// their CPU clocks (ns); the children's time only in /proc's ticks (10 ms at 100 Hz). A /proc scan
+// costs milliseconds: a total over a timed run, not a per-call figure.
+class BesideCpu {
+ public:
+  explicit BesideCpu(int pid);
+  // CPU ms the processes beside the worker used since construction; nullopt when the worker's own
+  // /proc entry could not be read (it is gone, or this is not Linux).
+  std::optional<double> ms() const;
+
+ private:
+  struct Snapshot {
+    std::map<int, double> beside_s;  // pid -> CPU seconds
+    double children_s = 0;
+  };
+  std::optional<Snapshot> snapshot() const;
+  int pid_;
+  std::optional<Snapshot> start_;
 };
 
 class HostLoadProbe {

@@ -113,6 +113,9 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   EXPECT_EQ(t["call_bound"]["cpu"]["checked"].get<int>(), timed) << t["call_bound"].dump();
   EXPECT_TRUE(t["call_bound"]["cpu"]["ok"].get<bool>()) << t["call_bound"].dump();
   EXPECT_EQ(t["call_bound"]["cpu"]["threads"].get<int>(), 1) << t["call_bound"].dump();
+  // No other process of the candidate's computed meanwhile (the sandbox's own use next to nothing).
+  EXPECT_TRUE(t["call_bound"]["cpu"]["beside_ok"].get<bool>()) << t["call_bound"].dump();
+  EXPECT_LT(t["call_bound"]["cpu"]["beside_ms"].get<double>(), 2.0) << t["call_bound"].dump();
   EXPECT_DOUBLE_EQ(r["runtime"].get<double>(), t["candidate"]["median_ms"].get<double>());
   for (const char* k : {"mean", "std", "min", "max", "num_trials", "hardware", "device", "median"})
     EXPECT_TRUE(r["runtime_stats"].contains(k)) << k;
@@ -878,6 +881,7 @@ TEST(Timing, HonestCallsFitTheirWindowsOnABusyHost) {
     // Waiting for a CPU is not CPU time: the CPU bound holds an honest run whatever the load.
     ASSERT_TRUE(b.contains("cpu")) << b.dump();
     EXPECT_TRUE(b["cpu"]["ok"].get<bool>()) << "an honest run shown as a forgery: " << b.dump();
+    EXPECT_TRUE(b["cpu"]["beside_ok"].get<bool>()) << "an honest run shown as a forgery: " << b.dump();
     if (b["ok"].get<bool>()) {
       EXPECT_TRUE(b["judged"].get<bool>()) << b.dump();
       EXPECT_GT(o.record.value("runtime", -1.0), 0.0);
@@ -920,6 +924,31 @@ TEST(Timing, ARewrittenClockIsRejectedOnABusyHost) {
   for (const auto& f : o.record["findings"])
     said = said || (f["rule"] == "timing_mismatch" && f["severity"] == "reject" && f.value("cheat", "") == "T22" &&
                     f["message"].get<std::string>().find("CPU time") != std::string::npos);
+  EXPECT_TRUE(said) << o.record["findings"].dump(1);
+}
+
+// The same rewrite with the work handed to a helper process (cpu_plt_clock_helper.py): the worker's
+// own CPU clock shows only the copies, and the busy host blurs the wall-clock windows. The CPU the
+// candidate's other processes used while its calls were timed shows it (BesideCpu).
+TEST(Timing, AClockRewriteWithAHelperProcessIsRejectedOnABusyHost) {
+  Outcome o;
+  {
+    BusyLoops busy(2);
+    ASSERT_EQ(busy.pids.size(), 2u);
+    o = eval("examples/level1/23_Softmax/cpu_plt_clock_helper.py", "cpu", {"--policy", "lenient", "--time-cap", "0.5"},
+             "problems/level1/23_Softmax.py", "-helper-busy");
+  }
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(o.record["verdict"], "rejected") << o.record["findings"].dump(1);
+  ASSERT_TRUE(o.record.contains("timing")) << o.record.dump(1);
+  const json& cpu = o.record["timing"]["call_bound"]["cpu"];
+  ASSERT_TRUE(cpu.contains("beside_ok")) << cpu.dump();
+  EXPECT_FALSE(cpu["beside_ok"].get<bool>()) << cpu.dump();
+  EXPECT_GT(cpu["beside_ms"].get<double>(), cpu["beside_allowance_ms"].get<double>()) << cpu.dump();
+  bool said = false;
+  for (const auto& f : o.record["findings"])
+    said = said || (f["rule"] == "timing_mismatch" && f["severity"] == "reject" && f.value("cheat", "") == "T22" &&
+                    f["message"].get<std::string>().find("helper process") != std::string::npos);
   EXPECT_TRUE(said) << o.record["findings"].dump(1);
 }
 

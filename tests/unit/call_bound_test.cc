@@ -189,6 +189,23 @@ TEST(CpuBound, CallsWithoutACpuReadingAreNotCheckedAndHalfMayBeOver) {
   EXPECT_FALSE(bound_cpu(samples, cpu, 1).ok);
 }
 
+TEST(CpuBound, AHelperProcessComputingTheCallsIsCaughtBesideTheWorker) {
+  // examples/level1/23_Softmax/cpu_plt_clock_helper.py: the worker's own CPU per call is the copies
+  // (inside the per-call bound), the helper process's is the softmax, ~1 ms a call for a reported
+  // 0.05 ms: 92 calls, 92 ms beside against an allowance of 5 + 10% x 4.6 ms.
+  std::vector<double> samples(92, 0.05);
+  BesideBound forged = bound_beside(92.0, samples, 1);
+  EXPECT_FALSE(forged.ok);
+  EXPECT_DOUBLE_EQ(forged.allowance_ms, kBesideFloorMs + kBesideFraction * 92 * 0.05);
+  EXPECT_TRUE(bound_beside(0.0, samples, 1).ok) << "an honest worker's other processes use nothing";
+  EXPECT_TRUE(bound_beside(4.0, samples, 1).ok) << "the floor: a few ms of the sandbox's own processes";
+  // Long honest calls: a tenth of their CPU beside them is allowed, on every CPU of the budget.
+  std::vector<double> long_calls(50, 2.0);  // 100 ms reported: 15 ms allowed beside on 1 CPU, 45 on 4
+  EXPECT_TRUE(bound_beside(12.0, long_calls, 1).ok);
+  EXPECT_FALSE(bound_beside(20.0, long_calls, 1).ok);
+  EXPECT_TRUE(bound_beside(20.0, long_calls, 4).ok);
+}
+
 TEST(CallBound, SamplesBackInCallOrder) {
   std::vector<double> kept = {1, 2, 3}, discarded = {9, 8};
   std::vector<int> at = {1, 4};

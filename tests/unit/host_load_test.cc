@@ -198,6 +198,78 @@ TEST(HostLoad, AProcessCpuClockCountsItsCpuTimeFromOutside) {
   EXPECT_FALSE(gone.ms().has_value()) << "no such process";
 }
 
+TEST(HostLoad, PidStatFieldsAreReadPastTheCommandName) {
+  // comm may hold spaces and parentheses: the fields are counted from the last ')'.
+  const std::string line =
+      "4242 (a) b (c) S 1 4240 4239 0 -1 4194560 100 0 0 0 250 50 30 -5 20 0 3 0 123 456 789\n";
+  std::optional<PidStat> p = parse_pid_stat(line, 100.0);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->pgrp, 4240);
+  EXPECT_EQ(p->session, 4239);
+  EXPECT_DOUBLE_EQ(p->cpu_s, 3.0);             // utime 250 + stime 50 ticks
+  EXPECT_DOUBLE_EQ(p->children_cpu_s, 0.25);   // cutime 30 + cstime -5
+  EXPECT_FALSE(parse_pid_stat("4242 (no end", 100.0).has_value());
+  EXPECT_FALSE(parse_pid_stat("4242 (x) S 1 2", 100.0).has_value());
+}
+
+// A worker in its own process group whose helper process spins for `helper_cpu_s` of CPU, exits
+// and is waited for; the worker then sleeps. Both die with this process.
+struct WorkerWithHelper {
+  pid_t pid = -1;
+  explicit WorkerWithHelper(double helper_cpu_s) {
+    pid = fork();
+    if (pid > 0) setpgid(pid, pid);  // in both processes: no read sees it in this process's group
+    if (pid != 0) return;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setpgid(0, 0);
+    const pid_t h = fork();
+    if (h == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      timespec ts{};
+      do {
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+      } while (static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9 < helper_cpu_s);
+      _exit(0);
+    }
+    if (h > 0) waitpid(h, nullptr, 0);
+    for (;;) pause();
+  }
+  ~WorkerWithHelper() {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  WorkerWithHelper(const WorkerWithHelper&) = delete;
+  WorkerWithHelper& operator=(const WorkerWithHelper&) = delete;
+};
+
+TEST(HostLoad, AHelperProcessOfAWorkerIsCountedBesideIt) {
+  // The helper spins 0.3 s of CPU and is reaped by the worker: its time reaches the count through
+  // the worker's children's time. A process spinning meanwhile in this process's group is not the
+  // worker's and is not counted.
+  SpinningChild outsider;
+  ASSERT_GE(outsider.pid, 0);
+  WorkerWithHelper worker(0.3);
+  ASSERT_GT(worker.pid, 0);
+  BesideCpu beside(worker.pid);
+  ASSERT_TRUE(beside.ms().has_value());
+  double reaped = 0;
+  for (const double deadline = now_s() + 300; reaped < 0.25 && now_s() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    FileText t = read_file("/proc/" + std::to_string(worker.pid) + "/stat");
+    if (std::optional<PidStat> p = t.ok ? parse_pid_stat(t.text, static_cast<double>(sysconf(_SC_CLK_TCK))) : std::nullopt)
+      reaped = p->children_cpu_s;
+  }
+  ASSERT_GE(reaped, 0.25) << "the helper got no CPU for 300 s";
+  const std::optional<double> used = beside.ms();
+  ASSERT_TRUE(used.has_value());
+  // What the helper used before `beside` was made is not counted; /proc counts in 10 ms ticks.
+  EXPECT_GE(*used, 150.0);
+  EXPECT_LE(*used, 350.0) << "the outsider, spinning all along, would add as much again";
+  EXPECT_FALSE(BesideCpu(-1).ms().has_value());
+  EXPECT_FALSE(BesideCpu(999999999).ms().has_value()) << "no such process";
+}
+
 TEST(HostLoad, ThresholdComesFromTheEnvironmentWhenSet) {
   unsetenv("KBV_HOST_BUSY_CORES");
   EXPECT_DOUBLE_EQ(host_busy_cores(), kHostBusyCores);
