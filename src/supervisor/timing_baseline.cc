@@ -96,10 +96,11 @@ json BaselineMarks::answer(const json& ask) {
   int64_t index = -1;
   const int got = ask_phase(ask, index);
   if (got != phase || index != calls)
-    return msg::to_json(msg::Failure{
-        "protocol_error",
-        fmt::format("baseline timing asks come in call order (draw, start, end): got {} for call {}", ask.dump().substr(0, 120), calls),
-        ""});
+    return msg::to_json(msg::Failure{"protocol_error",
+                                     fmt::format("baseline timing asks come in call order (draw, start, end): got "
+                                                 "{} for call {}",
+                                                 ask.dump().substr(0, 120), calls),
+                                     ""});
   if (got == 2) ++calls;
   phase = got == 0 ? 1 : got == 1 ? 2 : fresh ? 0 : 1;
   return msg::to_json(msg::Done{});

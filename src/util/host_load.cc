@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -48,16 +48,9 @@ std::optional<double> proc_stat_busy_s(std::string_view proc_stat, double ticks)
 }
 
 std::optional<double> pid_stat_cpu_s(std::string_view pid_stat, double ticks) {
-  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so count from the last ')'.
-  const size_t close = pid_stat.rfind(')');
-  if (close == std::string_view::npos) return std::nullopt;
-  std::istringstream in{std::string(pid_stat.substr(close + 1))};
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 13; ++i)  // state (3) .. cmajflt (13)
-    if (!(in >> field)) return std::nullopt;
-  if (!(in >> utime >> stime)) return std::nullopt;  // fields 14 and 15
-  return static_cast<double>(utime + stime) / ticks;
+  std::optional<PidStat> p = parse_pid_stat(pid_stat, ticks);
+  if (!p) return std::nullopt;
+  return p->cpu_s;
 }
 
 std::optional<double> schedstat_wait_ms(std::string_view schedstat) {

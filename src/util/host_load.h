@@ -63,8 +63,8 @@ class ProcessCpuTime {
 };
 
 // Fields of /proc/<pid>/stat that say whose a process is and what it spent: its process group and
-// session (kbv's workers share kbv's session), its own CPU time (utime + stime) and that of its children it has waited for (cutime +
-// cstime), in seconds. Nullopt when the text does not parse.
+// session (kbv's workers share kbv's session), its own CPU time (utime + stime) and that of the
+// children it has waited for (cutime + cstime), in seconds. Nullopt when the text does not parse.
 struct PidStat {
   long pgrp = 0, session = 0;
   double cpu_s = 0, children_cpu_s = 0;
@@ -73,8 +73,9 @@ std::optional<PidStat> parse_pid_stat(std::string_view pid_stat, double ticks_pe
 
 // The CPU time of the processes beside one worker process: those in its process group or its PID
 // namespace (where that is not this process's; a helper that called setsid leaves the group, not
-// the namespace), itself excluded, and the children it has waited for (a helper that exited). Read from /proc at construction and at each ms(): a
-// process that appeared since counts whole, one gone since through the worker's children's time.
+// the namespace), itself excluded, and the children it has waited for (a helper that exited).
+// Read from /proc at construction and at each ms(): a process that appeared since counts whole,
+// one gone since through the worker's children's time.
 // The per-call CPU bound reads only the worker's own clock; a helper process computing its calls
 // would hide from it (docs/TIMING.md "What bounds each figure", T22). Live processes are read by
 // their CPU clocks (ns); the children's time only in /proc's ticks (10 ms at 100 Hz). A /proc scan

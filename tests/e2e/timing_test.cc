@@ -53,6 +53,15 @@ Outcome eval(const std::string& solution, const std::string& device, std::vector
   return kbv_run(args, out);
 }
 
+// A rejecting T22 timing_mismatch finding whose message holds `words`.
+bool rejected_as_t22(const json& record, const std::string& words) {
+  for (const auto& f : record["findings"])
+    if (f["rule"] == "timing_mismatch" && f["severity"] == "reject" && f.value("cheat", "") == "T22" &&
+        f["message"].get<std::string>().find(words) != std::string::npos)
+      return true;
+  return false;
+}
+
 void expect_stats(const json& s, const std::string& what) {
   for (const char* k : {"median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "iqr_ms", "samples", "discarded", "rse",
                         "overhead_ms"})
@@ -920,11 +929,7 @@ TEST(Timing, ARewrittenClockIsRejectedOnABusyHost) {
   ASSERT_TRUE(b.contains("cpu")) << b.dump();
   EXPECT_FALSE(b["cpu"]["ok"].get<bool>()) << b.dump();
   EXPECT_GT(2 * b["cpu"]["over_calls"].get<int>(), b["cpu"]["checked"].get<int>()) << b.dump();
-  bool said = false;
-  for (const auto& f : o.record["findings"])
-    said = said || (f["rule"] == "timing_mismatch" && f["severity"] == "reject" && f.value("cheat", "") == "T22" &&
-                    f["message"].get<std::string>().find("CPU time") != std::string::npos);
-  EXPECT_TRUE(said) << o.record["findings"].dump(1);
+  EXPECT_TRUE(rejected_as_t22(o.record, "CPU time")) << o.record["findings"].dump(1);
 }
 
 // The same rewrite with the work handed to a helper process (cpu_plt_clock_helper.py): the worker's
@@ -945,11 +950,7 @@ TEST(Timing, AClockRewriteWithAHelperProcessIsRejectedOnABusyHost) {
   ASSERT_TRUE(cpu.contains("beside_ok")) << cpu.dump();
   EXPECT_FALSE(cpu["beside_ok"].get<bool>()) << cpu.dump();
   EXPECT_GT(cpu["beside_ms"].get<double>(), cpu["beside_allowance_ms"].get<double>()) << cpu.dump();
-  bool said = false;
-  for (const auto& f : o.record["findings"])
-    said = said || (f["rule"] == "timing_mismatch" && f["severity"] == "reject" && f.value("cheat", "") == "T22" &&
-                    f["message"].get<std::string>().find("helper process") != std::string::npos);
-  EXPECT_TRUE(said) << o.record["findings"].dump(1);
+  EXPECT_TRUE(rejected_as_t22(o.record, "helper process")) << o.record["findings"].dump(1);
 }
 
 TEST(Timing, LaunchHoldOutOfRangeIsRefused) {
