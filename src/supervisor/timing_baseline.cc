@@ -93,16 +93,13 @@ std::optional<msg::TimeInputsReply> draw_timing_inputs(WorkerProcess& reference,
 }
 
 json BaselineMarks::answer(const json& ask) {
-  int64_t index = -1;
-  const int got = ask_phase(ask, index);
-  if (got != phase || index != calls)
+  if (order.due(ask) < 0)
     return msg::to_json(msg::Failure{"protocol_error",
                                      fmt::format("baseline timing asks come in call order (draw, start, end): got "
                                                  "{} for call {}",
-                                                 ask.dump().substr(0, 120), calls),
+                                                 ask.dump().substr(0, 120), order.calls),
                                      ""});
-  if (got == 2) ++calls;
-  phase = got == 0 ? 1 : got == 1 ? 2 : fresh ? 0 : 1;
+  order.served();
   return msg::to_json(msg::Done{});
 }
 

@@ -22,7 +22,7 @@ json forged_ask(CallLog& log, const json& ask) {
   if (log.forged.empty())
     log.forged = fmt::format("the candidate worker sent {} when the supervisor expected the {} of call {} (at most "
                              "{} calls)",
-                             ask.dump().substr(0, 120), kPhase[log.phase], log.calls, log.max_calls);
+                             ask.dump().substr(0, 120), kPhase[log.order.phase], log.order.calls, log.max_calls);
   return msg::to_json(msg::Failure{"protocol_error", "timing asks come in call order: draw, start, end", ""});
 }
 
@@ -42,9 +42,8 @@ struct Waits {
 json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const EvalOptions& options,
                const Waits& waits) {
   const Clock::time_point arrived = Clock::now();
-  int64_t index = -1;
-  const int got = ask_phase(ask, index);
-  if (got != log.phase || index != log.calls || log.calls >= log.max_calls) return forged_ask(log, ask);
+  const int got = log.order.due(ask);
+  if (got < 0 || log.order.calls >= log.max_calls) return forged_ask(log, ask);
   if (got == 0) {
     Reply d = reference.call(msg::to_json(msg::TimeDrawRequest{*log.fresh_seed, static_cast<uint64_t>(log.draws)}),
                              ms(options.timeouts.reference_s));
@@ -53,11 +52,11 @@ json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const Ev
       return msg::to_json(msg::Failure{"problem_error", log.draw_error, ""});
     }
     ++log.draws;
-    log.phase = 1;
+    log.order.served();
     return msg::to_json(msg::Done{});
   }
   if (got == 1) {
-    log.phase = 2;
+    log.order.served();
     log.waited_at_start = waits.ms();
     log.cpu_at_start = waits.cpu.ms();
     log.start_answered = Clock::now();
@@ -71,18 +70,22 @@ json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const Ev
   const Clock::time_point p0 = Clock::now();
   if (reference.call(msg::to_json(msg::HelloRequest{}), ms(options.timeouts.reference_s)).status == Reply::Status::ok)
     log.ping_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - p0).count());
-  ++log.calls;
-  log.phase = log.fresh_seed ? 0 : 1;
+  log.order.served();
   return msg::to_json(msg::Done{});
 }
 
 }  // namespace
 
-int ask_phase(const json& ask, int64_t& index) {
+int CallOrder::due(const json& ask) const {
   msg::DrawAsk a;
-  if (msg::op_of(ask) != msg::Op::draw || !msg::from_json(ask, a).empty()) return -1;
-  index = a.index;
-  return a.mark.empty() ? 0 : a.mark == "start" ? 1 : a.mark == "end" ? 2 : -1;
+  if (msg::op_of(ask) != msg::Op::draw || !msg::from_json(ask, a).empty() || a.index != calls) return -1;
+  const int got = a.mark.empty() ? 0 : a.mark == "start" ? 1 : a.mark == "end" ? 2 : -1;
+  return got == phase ? got : -1;
+}
+
+void CallOrder::served() {
+  if (phase == 2) ++calls;
+  phase = phase == 0 ? 1 : phase == 1 ? 2 : fresh ? 0 : 1;
 }
 
 CandidateRun run_candidate(const EvalOptions& options, const Environment& env, WorkerProcess& reference,
@@ -104,7 +107,7 @@ CandidateRun run_candidate(const EvalOptions& options, const Environment& env, W
   req.spot_per_output = tp.spot_per_output;
   req.spot_max_calls = tp.spot_max_calls;
   req.marks = true;
-  run.log.phase = tp.fresh ? 0 : 1;
+  run.log.order = CallOrder(tp.fresh);
   run.log.max_calls = int64_t{tp.rule.warmup} + tp.rule.max_samples + tp.rule.max_discards;
   // On the CPU, what other processes ran meanwhile (the reference serving draws is ours).
   std::optional<HostLoadProbe> load;

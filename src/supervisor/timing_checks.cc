@@ -97,12 +97,12 @@ void check_call_counts(Record& record, json& timing, const CandidateRun& run, co
                     "reported calls are forged",
                     reported, run.log.draws),
         "timing.draws", "T14"));
-  else if (run.log.calls != reported)
+  else if (run.log.order.calls != reported)
     record.findings.push_back(make_finding(
         "timing_mismatch", "reject",
         fmt::format("the candidate worker reported {} warm-up and timed calls but marked {}: the reported calls are "
                     "forged",
-                    reported, run.log.calls),
+                    reported, run.log.order.calls),
         "timing.call_bound", "T14"));
   // A protocol that fixes the timed calls (kernelbench-verified: 100) stops at exactly that many kept
   // samples (measure.cc should_stop): fewer or more is a loop the candidate cut short or padded. It
@@ -155,10 +155,10 @@ bool add_call_bound_calls(Record& record, CallBoundCalls& calls, const Candidate
     calls.cpu.push_back(call < run.log.cpu_ms.size() ? run.log.cpu_ms[call] : -1.0);
   }
   calls.threads = std::max(calls.threads, run.log.threads);
-  if (run.beside_cpu_ms >= 0)
-    calls.beside_cpu_ms = calls.beside_cpu_ms.value_or(0.0) + run.beside_cpu_ms;
+  if (calls.beside_cpu_ms && run.beside_cpu_ms >= 0)
+    *calls.beside_cpu_ms += run.beside_cpu_ms;
   else
-    calls.beside_unknown = true;
+    calls.beside_cpu_ms.reset();
   calls.pings.insert(calls.pings.end(), run.log.ping_ms.begin(), run.log.ping_ms.end());
   return true;
 }
@@ -190,7 +190,7 @@ bool judge_call_bound(Record& record, json& timing, const CallBoundCalls& calls,
                       c.over_calls, c.checked, c.threads, c.allowance_ms, c.worst_sample, c.worst_sample_ms,
                       c.worst_cpu_ms),
           "timing.call_bound.cpu", "T22"));
-    if (calls.beside_cpu_ms && !calls.beside_unknown) {
+    if (calls.beside_cpu_ms) {
       const BesideBound h = bound_beside(*calls.beside_cpu_ms, calls.samples, calls.threads);
       json& j = timing["call_bound"]["cpu"];
       j["beside_ms"] = h.used_ms;

@@ -33,12 +33,23 @@ std::chrono::milliseconds timing_timeout(const EvalOptions& o);
 // after each end mark gives the channel's round trip under the same load; the waits for a CPU of
 // the candidate worker's main thread and of the supervisor's own thread inside the window, from
 // the kernel's account (util/host_load.h ThreadWait), say what a busy host put in it.
+// The order of a timed run's asks on a worker's reply channel (msg::DrawAsk): for every call
+// (warm-up first) its draw (fresh inputs only), then its start and end marks, and no other.
+struct CallOrder {
+  explicit CallOrder(bool fresh_draws = false) : fresh(fresh_draws), phase(fresh_draws ? 0 : 1) {}
+  // 0 (a draw), 1 (a start mark) or 2 (an end mark) when `ask` is the one due now, else -1.
+  int due(const nlohmann::json& ask) const;
+  void served();  // the due ask was answered: the next one is due
+  bool fresh;
+  int phase;          // what comes next for call `calls`: 0 its draw, 1 its start, 2 its end
+  int64_t calls = 0;  // calls whose end mark arrived
+};
+
 struct CallLog {
   std::optional<uint64_t> fresh_seed;
   int64_t max_calls = 0;
-  int64_t draws = 0;      // draws served
-  int64_t calls = 0;      // calls whose end mark arrived
-  int phase = 0;          // what comes next for call `calls`: 0 its draw, 1 its start, 2 its end
+  int64_t draws = 0;  // draws served
+  CallOrder order;
   std::vector<double> window_ms;  // per call index
   std::vector<double> waited_ms;  // per call index (-1: not known)
   std::vector<double> ping_ms;
@@ -50,18 +61,12 @@ struct CallLog {
   std::string draw_error, forged;
 };
 
-// A timing ask on a worker's reply channel (msg::DrawAsk) as the call order reads it: 0 a draw,
-// 1 a start mark, 2 an end mark, -1 anything else; `index` gets the call it names.
-int ask_phase(const nlohmann::json& ask, int64_t& index);
-
 // A CPU baseline's round trips (TimeReferenceRequest::marks) answered in call order, as the
 // candidate's are, without the candidate's bookkeeping: the reference is kbv's own.
 struct BaselineMarks {
-  explicit BaselineMarks(bool fresh_draws) : fresh(fresh_draws), phase(fresh_draws ? 0 : 1) {}
+  explicit BaselineMarks(bool fresh_draws) : order(fresh_draws) {}
   nlohmann::json answer(const nlohmann::json& ask);
-  bool fresh;
-  int phase;
-  int64_t calls = 0;  // calls whose end mark arrived
+  CallOrder order;
 };
 
 // The candidate's timed run as the supervisor saw it.
@@ -104,8 +109,8 @@ void check_call_counts(Record& record, nlohmann::json& timing, const CandidateRu
 struct CallBoundCalls {
   std::vector<double> samples, windows, pings, waits, cpu;
   int threads = 1;
-  std::optional<double> beside_cpu_ms;  // summed over the runs (CandidateRun::beside_cpu_ms); unknown if any is
-  bool beside_unknown = false;
+  // Summed over the runs (CandidateRun::beside_cpu_ms); nullopt once any run's is unknown.
+  std::optional<double> beside_cpu_ms = 0.0;
 };
 
 // Adds `run`'s calls to `calls`; false (and the T14 finding) when its discarded samples are forged.

@@ -228,7 +228,7 @@ TEST(TimingPhase, BaselineMarksAreAnsweredInCallOrder) {
   BaselineMarks fresh(true);
   for (int64_t i = 0; i < 3; ++i)
     for (const char* m : {"", "start", "end"}) EXPECT_TRUE(msg::reply_ok(fresh.answer(ask(i, m)))) << i << m;
-  EXPECT_EQ(fresh.calls, 3);
+  EXPECT_EQ(fresh.order.calls, 3);
   const json refused = fresh.answer(ask(3, "start"));  // call 3's draw was not asked for
   ASSERT_FALSE(msg::reply_ok(refused));
   EXPECT_NE(msg::failure_of(refused).message.find("for call 3"), std::string::npos) << refused.dump();
