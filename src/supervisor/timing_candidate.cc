@@ -74,6 +74,39 @@ json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const Ev
   return msg::to_json(msg::Done{});
 }
 
+// On the CPU, the reference serves the candidate's draws and pings from kbv's CPUs outside the
+// budget while the candidate is timed, and is pinned back for its baselines. Its Python running on
+// the candidate's CPU between calls cost the next call ~3 us of a 25 us ReLU (docs/TIMING.md
+// "Draws away from the candidate"); a baseline draws in its own process. Only to CPUs no other
+// evaluation of this host holds (util/sched.h CpuLease): nothing moves when there are none. T21: a reference some thread of which is already off the budget
+// is not moved, and one is moved back only when no thread left the set it was given, so that what
+// a candidate changed stays for restore_reference to find and say.
+class ReferenceAway {
+ public:
+  ReferenceAway(WorkerProcess& reference, bool cpu_timing) : reference_(reference) {
+    if (!cpu_timing || reference.cpus().empty() || !affinity_outside(reference.pid(), reference.cpus()).empty()) return;
+    std::vector<int> outside;
+    for (int c : affinity_of(0))
+      if (std::find(reference.cpus().begin(), reference.cpus().end(), c) == reference.cpus().end()) outside.push_back(c);
+    away_ = unleased_cpus(outside);
+    if (!away_.empty() && !pin_group(reference.pid(), away_).empty()) {
+      pin_group(reference.pid(), reference.cpus());  // some threads may have moved: all back
+      away_.clear();
+    }
+  }
+  ~ReferenceAway() {
+    if (!away_.empty() && affinity_outside(reference_.pid(), away_).empty()) pin_group(reference_.pid(), reference_.cpus());
+  }
+  ReferenceAway(const ReferenceAway&) = delete;
+  ReferenceAway& operator=(const ReferenceAway&) = delete;
+  // "0", "0-3,6"; "" when the reference stayed on the budget.
+  std::string cpus() const { return away_.empty() ? "" : cpu_list_text(away_); }
+
+ private:
+  WorkerProcess& reference_;
+  std::vector<int> away_;
+};
+
 }  // namespace
 
 int CallOrder::due(const json& ask) const {
@@ -117,10 +150,14 @@ CandidateRun run_candidate(const EvalOptions& options, const Environment& env, W
   std::optional<BesideCpu> beside;
   if (env.device != "cuda") beside.emplace(candidate.program_pid());
   run.log.threads = std::max<int>({1, options.cpu.threads, static_cast<int>(candidate.cpus().size())});
-  const auto t0 = Clock::now();
-  run.reply = candidate.call(msg::to_json(req), timing_timeout(options),
-                             [&](const json& ask) { return serve_ask(run.log, ask, reference, options, waits); });
-  run.supervisor_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  {
+    ReferenceAway away(reference, env.device != "cuda");
+    run.draw_cpus = away.cpus();
+    const auto t0 = Clock::now();
+    run.reply = candidate.call(msg::to_json(req), timing_timeout(options),
+                               [&](const json& ask) { return serve_ask(run.log, ask, reference, options, waits); });
+    run.supervisor_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  }
   run.arrived_ok = run.reply.status == Reply::Status::ok;
   run.timed = reply_as<msg::TimeReply>(run.reply);
   if (load)

@@ -310,17 +310,20 @@ void spot_check_calls(Record& record, json& timing, const CandidateRun& run, con
 // before it ran, and the baselines get the same. A thread of its worker's process group whose
 // affinity is wider (or other) after its timing escaped the budget (T25): under the sandbox seccomp
 // refuses sched_setaffinity, so this holds where that layer is missing (--sandbox off). Recorded as
-// `timing.threads` and `timing.cpus` when the budget held.
+// `timing.threads` and `timing.cpus` when the budget held, and `timing.draw_cpus` when the
+// reference drew away from it meanwhile.
 void check_thread_budget(Record& record, json& timing, const EvalOptions& options, const Environment& env,
-                         const WorkerProcess& reference, WorkerProcess& candidate, const msg::TimeReply& cr,
+                         const WorkerProcess& reference, WorkerProcess& candidate, const CandidateRun& run,
                          const std::string& reject) {
   if (env.device == "cuda" || candidate.cpus().empty()) return;
+  const msg::TimeReply& cr = *run.timed;
   if (cr.threads) timing["candidate"]["threads"] = *cr.threads;  // its worker's claim
   if (cr.cpus) timing["candidate"]["cpus"] = *cr.cpus;
   const std::vector<SchedulingDrift> wide = affinity_outside(candidate.pid(), candidate.cpus());
   if (wide.empty() && reference.cpus() == candidate.cpus()) {
     timing["threads"] = options.cpu.threads;
     timing["cpus"] = cpu_list_text(candidate.cpus());
+    if (!run.draw_cpus.empty()) timing["draw_cpus"] = run.draw_cpus;
     return;
   }
   if (wide.empty()) return;  // the reference could not be pinned (cpu_budget_not_applied)

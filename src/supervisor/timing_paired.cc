@@ -143,7 +143,7 @@ void candidate_block(const PairedContext& c, PairedRounds& all, Round& rd) {
   add_call_bound_calls(c.record, all.bound_calls_all, run, rd.block.protocol.timing, c.reject);
   note_event_mismatches(c.record, checks, cr, bs);
   spot_check_calls(c.record, checks, run, bs, rd.block, c.reference, c.spot_seeds, c.reject);
-  check_thread_budget(c.record, all.budget, c.options, c.env, c.reference, c.candidate, cr, c.reject);
+  check_thread_budget(c.record, all.budget, c.options, c.env, c.reference, c.candidate, run, c.reject);
   all.checks.add(checks);
   rd.rejected = reject_count(c.record) > rejects;
   if (run.others >= 0) all.cand_others = std::max(all.cand_others, run.others);
@@ -279,7 +279,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
   timing["method"] = last.method;
   timing["candidate"] = cs.to_json();
   if (all.cand_others >= 0) timing["candidate"]["host_other_cores"] = std::round(all.cand_others * 100) / 100;
-  for (const char* k : {"threads", "cpus"}) {
+  for (const char* k : {"threads", "cpus", "draw_cpus"}) {
     if (all.budget.contains(k)) timing[k] = all.budget[k];
     if (all.budget.contains("candidate") && all.budget["candidate"].contains(k))
       timing["candidate"][k] = all.budget["candidate"][k];

@@ -79,6 +79,8 @@ struct CandidateRun {
   // CPU ms the processes beside the candidate's worker used meanwhile (util/host_load.h BesideCpu;
   // CPU timing only, -1: unknown)
   double beside_cpu_ms = -1;
+  // CPU timing: the CPUs the reference drew on meanwhile, outside the budget ("": it stayed on it)
+  std::string draw_cpus;
   CallLog log;
 };
 
@@ -136,7 +138,7 @@ void spot_check_calls(Record& record, nlohmann::json& timing, const CandidateRun
 // refuses sched_setaffinity, so this holds where that layer is missing (--sandbox off). Recorded as
 // `timing.threads` and `timing.cpus` when the budget held.
 void check_thread_budget(Record& record, nlohmann::json& timing, const EvalOptions& options, const Environment& env,
-                         const WorkerProcess& reference, WorkerProcess& candidate, const msg::TimeReply& cr,
+                         const WorkerProcess& reference, WorkerProcess& candidate, const CandidateRun& run,
                          const std::string& reject);
 // T20: cached figures that failed their seal, measured again; one warning for them all.
 void note_cache_refused(Record& record, const std::vector<std::string>& refused);

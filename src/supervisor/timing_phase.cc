@@ -122,7 +122,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   const bool claim = check_call_bound(record, timing, run, options.protocol.timing, env.device == "cuda", reject);
   note_event_mismatches(record, timing, cr, cs);
   spot_check_calls(record, timing, run, cs, options, reference, spot_seeds, reject);
-  check_thread_budget(record, timing, options, env, reference, candidate, cr, reject);
+  check_thread_budget(record, timing, options, env, reference, candidate, run, reject);
   stop_candidate(record, candidate);
   const bool cacheable = restore_reference(record, reference);
   if (!claim) return end_unjudged(record, timing, options, reference);  // no speedup: see judge_call_bound

@@ -4,11 +4,13 @@
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -153,6 +155,48 @@ CpuLease::CpuLease(int threads, const std::string& dir) {
 
 CpuLease::~CpuLease() {
   for (int fd : fds_) ::close(fd);  // closing the descriptor releases its flock
+}
+
+std::vector<std::pair<std::string, uint64_t>> flocked_files(const std::string& proc_locks) {
+  // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF"; a waiter's line has "->" after the id.
+  std::vector<std::pair<std::string, uint64_t>> out;
+  std::istringstream lines(proc_locks);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string id, type, mode, access, pid, file;
+    if (!(f >> id >> type) || type != "FLOCK" || !(f >> mode >> access >> pid >> file)) continue;
+    const size_t cut = file.rfind(':');
+    if (cut == std::string::npos || cut == 0) continue;
+    char* end = nullptr;
+    const unsigned long long inode = std::strtoull(file.c_str() + cut + 1, &end, 10);
+    if (end == file.c_str() + cut + 1 || *end != '\0') continue;
+    out.emplace_back(file.substr(0, cut), inode);
+  }
+  return out;
+}
+
+std::vector<int> unleased_cpus(const std::vector<int>& cpus, const std::string& dir) {
+  std::ifstream in("/proc/locks");
+  if (!in) return {};
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto held = flocked_files(text.str());
+  std::vector<int> out;
+  for (int c : cpus) {
+    struct stat st {};
+    if (::stat((dir + "/cpu" + std::to_string(c) + ".lock").c_str(), &st) != 0) {
+      out.push_back(c);  // never leased on this host
+      continue;
+    }
+    char dev[32];
+    std::snprintf(dev, sizeof dev, "%02x:%02x", major(st.st_dev), minor(st.st_dev));
+    const bool leased = std::any_of(held.begin(), held.end(), [&](const auto& h) {
+      return h.second == static_cast<uint64_t>(st.st_ino) && h.first == dev;
+    });
+    if (!leased) out.push_back(c);
+  }
+  return out;
 }
 
 std::string cpu_list_text(const std::vector<int>& cpus) { return cpu_list(mask_of(cpus)); }

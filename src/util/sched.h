@@ -4,7 +4,9 @@
 // baseline then crawls with nothing left running for the process-group kill or the stray sweep to
 // find. Checked, and put back, before baselines are timed.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kbv {
@@ -56,6 +58,12 @@ class CpuLease {
   std::vector<int> fds_;
   int shared_ = 0;
 };
+// The CPUs of `cpus` no kbv evaluation of this host holds a lease on now: their lock file in `dir`
+// absent or not flock-ed, read from /proc/locks without touching the locks (a lease taken a moment
+// later is not seen). Empty when /proc/locks cannot be read.
+std::vector<int> unleased_cpus(const std::vector<int>& cpus, const std::string& dir = CpuLease::default_lock_dir());
+// The files flock-ed in a /proc/locks text, as (device "maj:min" in hex, inode). Pure, for the tests.
+std::vector<std::pair<std::string, uint64_t>> flocked_files(const std::string& proc_locks);
 // "0-3,6": the kernel's list format.
 std::string cpu_list_text(const std::vector<int>& cpus);
 // The CPUs in the affinity set of thread `tid` (0: the caller); empty when unreadable.

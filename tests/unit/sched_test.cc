@@ -200,4 +200,41 @@ TEST(Sched, LeasesTakeFreeCpusFirstAndShareOnlyWhenNoneIsLeft) {
   std::filesystem::remove_all(dir);
 }
 
+// The CPUs the reference may draw on while the candidate is timed: none another evaluation holds.
+// Any CPU numbers do: only the lock files are read.
+TEST(Sched, UnleasedCpusAreThoseWhoseLockNobodyHolds) {
+  const std::string dir = ::testing::TempDir() + "/kbv-cpu-unleased-test-" + std::to_string(::getpid());
+  const std::vector<int> allowed = kbv::affinity_of(0);
+  ASSERT_FALSE(allowed.empty());
+  {
+    kbv::CpuLease held(1, dir);  // the highest allowed CPU, its lock held
+    ASSERT_EQ(held.budget().cpus, std::vector<int>{allowed.back()});
+    {
+      kbv::CpuLease released(1, dir);  // its lock file stays, unheld, once this goes
+    }
+    const int never = allowed.back() + 1000;  // no lock file at all
+    std::vector<int> asked = {allowed.back(), never};
+    if (allowed.size() >= 2) asked.push_back(allowed[allowed.size() - 2]);
+    std::vector<int> expected = {never};
+    if (allowed.size() >= 2) expected.push_back(allowed[allowed.size() - 2]);
+    EXPECT_EQ(kbv::unleased_cpus(asked, dir), expected);
+  }
+  EXPECT_EQ(kbv::unleased_cpus({allowed.back()}, dir), std::vector<int>{allowed.back()}) << "released";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Sched, ProcLocksFlockLinesAreRead) {
+  const std::string text =
+      "1: POSIX  ADVISORY  WRITE 100 00:2f:5001 0 EOF\n"
+      "2: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF\n"
+      "2: -> FLOCK  ADVISORY  WRITE 4243 08:01:1234567 0 EOF\n"
+      "3: OFDLCK ADVISORY  READ  -1 00:05:77 0 EOF\n"
+      "4: FLOCK  ADVISORY  WRITE 9 fd:00:bad 0 EOF\n"
+      "garbage\n";
+  const auto got = kbv::flocked_files(text);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, "08:01");
+  EXPECT_EQ(got[0].second, 1234567u);
+}
+
 }  // namespace
