@@ -78,9 +78,10 @@ json serve_ask(CallLog& log, const json& ask, WorkerProcess& reference, const Ev
 // budget while the candidate is timed, and is pinned back for its baselines. Its Python running on
 // the candidate's CPU between calls cost the next call ~3 us of a 25 us ReLU (docs/TIMING.md
 // "Draws away from the candidate"); a baseline draws in its own process. Only to CPUs no other
-// evaluation of this host holds (util/sched.h CpuLease): nothing moves when there are none. T21: a reference some thread of which is already off the budget
-// is not moved, and one is moved back only when no thread left the set it was given, so that what
-// a candidate changed stays for restore_reference to find and say.
+// evaluation of this host holds (util/sched.h CpuLease): nothing moves when there are none.
+// T21: a reference some thread of which is already off the budget is not moved, and one is moved
+// back only when no thread left the set it was given, so that what a candidate changed stays for
+// restore_reference to find and say.
 class ReferenceAway {
  public:
   ReferenceAway(WorkerProcess& reference, bool cpu_timing) : reference_(reference) {

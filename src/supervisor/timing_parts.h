@@ -136,7 +136,8 @@ void spot_check_calls(Record& record, nlohmann::json& timing, const CandidateRun
 // before it ran, and the baselines get the same. A thread of its worker's process group whose
 // affinity is wider (or other) after its timing escaped the budget (T25): under the sandbox seccomp
 // refuses sched_setaffinity, so this holds where that layer is missing (--sandbox off). Recorded as
-// `timing.threads` and `timing.cpus` when the budget held.
+// `timing.threads` and `timing.cpus` when the budget held, and `timing.draw_cpus` when the
+// reference drew away from it meanwhile.
 void check_thread_budget(Record& record, nlohmann::json& timing, const EvalOptions& options, const Environment& env,
                          const WorkerProcess& reference, WorkerProcess& candidate, const CandidateRun& run,
                          const std::string& reject);
