@@ -83,11 +83,10 @@ std::optional<PidStat> parse_pid_stat(std::string_view pid_stat, double ticks) {
   if (close == std::string_view::npos) return std::nullopt;
   std::istringstream in{std::string(pid_stat.substr(close + 1))};
   std::string state;
-  long ppid = 0;
   PidStat p;
   unsigned long long skip = 0, utime = 0, stime = 0;
   long long cutime = 0, cstime = 0;
-  if (!(in >> state >> ppid >> p.pgrp >> p.session)) return std::nullopt;  // fields 3-6
+  if (!(in >> state >> p.ppid >> p.pgrp >> p.session)) return std::nullopt;  // fields 3-6
   for (int i = 7; i <= 13; ++i)                                             // tty_nr .. cmajflt
     if (!(in >> skip)) return std::nullopt;
   if (!(in >> utime >> stime >> cutime >> cstime)) return std::nullopt;  // fields 14-17
@@ -119,19 +118,33 @@ std::optional<BesideCpu::Snapshot> BesideCpu::snapshot() const {
   if (ns == pid_namespace_of("self")) ns.clear();
   Snapshot snap;
   snap.children_s = worker->children_cpu_s;
+  std::map<int, PidStat> all;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const int other = std::atoi(name.c_str());
-    if (other == pid_) continue;
     FileText t = read_file(entry.path() / "stat");
-    std::optional<PidStat> p = t.ok ? parse_pid_stat(t.text, ticks) : std::nullopt;
-    if (!p) continue;  // gone meanwhile
-    if (p->pgrp != worker->pgrp && (ns.empty() || pid_namespace_of(name) != ns)) continue;
+    if (std::optional<PidStat> p = t.ok ? parse_pid_stat(t.text, ticks) : std::nullopt) all[std::atoi(name.c_str())] = *p;
+  }
+  // Descended from the worker: its parent chain reaches it (bounded: a chain read while processes
+  // come and go may loop).
+  auto descends = [&](int p) {
+    for (int depth = 0; depth < 64; ++depth) {
+      auto it = all.find(p);
+      if (it == all.end() || it->second.ppid <= 1) return false;
+      if (it->second.ppid == pid_) return true;
+      p = static_cast<int>(it->second.ppid);
+    }
+    return false;
+  };
+  for (const auto& [other, p] : all) {
+    if (other == pid_) continue;
+    if (p.pgrp != worker->pgrp && !descends(other) &&
+        (ns.empty() || pid_namespace_of(std::to_string(other)) != ns))
+      continue;
     // The process CPU clock to the nanosecond where the kernel gives it (/proc's ticks are 10 ms).
     const std::optional<double> precise = ProcessCpuTime(other).ms();
-    snap.beside_s[other] = precise ? *precise / 1000.0 : p->cpu_s;
+    snap.beside_s[other] = precise ? *precise / 1000.0 : p.cpu_s;
   }
   return snap;
 }

@@ -66,14 +66,17 @@ class ProcessCpuTime {
 // session (kbv's workers share kbv's session), its own CPU time (utime + stime) and that of the
 // children it has waited for (cutime + cstime), in seconds. Nullopt when the text does not parse.
 struct PidStat {
-  long pgrp = 0, session = 0;
+  long ppid = 0, pgrp = 0, session = 0;
   double cpu_s = 0, children_cpu_s = 0;
 };
 std::optional<PidStat> parse_pid_stat(std::string_view pid_stat, double ticks_per_s);
 
-// The CPU time of the processes beside one worker process: those in its process group or its PID
+// The CPU time of the processes beside one worker process: those in its process group, its PID
 // namespace (where that is not this process's; a helper that called setsid leaves the group, not
-// the namespace), itself excluded, and the children it has waited for (a helper that exited).
+// the namespace) or descended from it (a setsid helper without a PID namespace: --sandbox off),
+// itself excluded, and the children it has waited for (a helper that exited). Not seen: a helper
+// that left the group by a double fork where there is no PID namespace (its parent is then kbv,
+// the subreaper).
 // Read from /proc at construction and at each ms(): a process that appeared since counts whole,
 // one gone since through the worker's children's time.
 // The per-call CPU bound reads only the worker's own clock; a helper process computing its calls

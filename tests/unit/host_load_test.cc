@@ -219,10 +219,11 @@ TEST(HostLoad, PidStatFieldsAreReadPastTheCommandName) {
 }
 
 // A worker in its own process group whose helper process spins for `helper_cpu_s` of CPU, exits
-// and is waited for; the worker then sleeps. Both die with this process.
+// and is waited for; the worker then sleeps. Both die with this process. `own_session`: the helper
+// calls setsid first (out of the worker's group), and stays alive after spinning (never reaped).
 struct WorkerWithHelper {
   pid_t pid = -1;
-  explicit WorkerWithHelper(double helper_cpu_s) {
+  explicit WorkerWithHelper(double helper_cpu_s, bool own_session = false) {
     pid = fork();
     if (pid > 0) setpgid(pid, pid);  // in both processes: no read sees it in this process's group
     if (pid != 0) return;
@@ -231,13 +232,16 @@ struct WorkerWithHelper {
     const pid_t h = fork();
     if (h == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (own_session) setsid();
       timespec ts{};
       do {
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
       } while (static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9 < helper_cpu_s);
+      if (own_session)
+        for (;;) pause();
       _exit(0);
     }
-    if (h > 0) waitpid(h, nullptr, 0);
+    if (h > 0 && !own_session) waitpid(h, nullptr, 0);
     for (;;) pause();
   }
   ~WorkerWithHelper() {
@@ -274,6 +278,31 @@ TEST(HostLoad, AHelperProcessOfAWorkerIsCountedBesideIt) {
   EXPECT_LE(*used, 350.0) << "the outsider, spinning all along, would add as much again";
   EXPECT_FALSE(BesideCpu(-1).ms().has_value());
   EXPECT_FALSE(BesideCpu(999999999).ms().has_value()) << "no such process";
+}
+
+// T22 without a PID namespace (--sandbox off): a helper that called setsid left the worker's
+// process group and stays alive; it is the worker's child, and is counted as such.
+TEST(HostLoad, ASetsidHelperOfAWorkerIsCountedBesideIt) {
+  WorkerWithHelper worker(0.3, /*own_session=*/true);
+  ASSERT_GT(worker.pid, 0);
+  BesideCpu beside(worker.pid);
+  ASSERT_TRUE(beside.ms().has_value());
+  // Until the helper has spun its share and sleeps in pause().
+  const std::string children = "/proc/" + std::to_string(worker.pid) + "/task/" + std::to_string(worker.pid) + "/children";
+  auto helper_sleeps = [&] {
+    const int helper = std::atoi(read_file(children).text.c_str());
+    FileText t = helper > 0 ? read_file("/proc/" + std::to_string(helper) + "/stat") : FileText{};
+    const size_t close = t.ok ? t.text.rfind(')') : std::string::npos;
+    return close != std::string::npos && t.text.compare(close, 3, ") S") == 0;
+  };
+  for (const double deadline = now_s() + 300; !helper_sleeps() && now_s() < deadline;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(helper_sleeps()) << "the helper got no CPU for 300 s";
+  const std::optional<double> used = beside.ms();
+  ASSERT_TRUE(used.has_value());
+  // What the helper used before `beside` was made is not counted (it started spinning at fork).
+  EXPECT_GE(*used, 150.0) << "the setsid helper's CPU was not counted";
+  EXPECT_LE(*used, 350.0);
 }
 
 TEST(HostLoad, ThresholdComesFromTheEnvironmentWhenSet) {
