@@ -765,8 +765,9 @@ def throughput(args):
     cache: a warm-up pass (one candidate per problem: the baselines and reference workers, not
     counted), then (unless `--build-jobs-list none`) for each `--build-jobs-list` value (default 0)
     a new server with that `--build-jobs`, a pass of fresh candidates (each solution with a new
-    comment: a new build key, so a full build) and a pass of the same sources with a new seed (builds cached); per pass the
-    wall, candidates per hour and per-phase mean seconds from /metrics. Part 2, scaling
+    comment: a new build key, so a full build) and a pass of the same sources with a new seed
+    (builds cached); per pass the wall, candidates per hour and per-phase mean seconds from
+    /metrics. Part 2, scaling
     (`--workers-list`, default 1,2,4): `kbv serve --workers 0` and K `kbv worker` processes, each
     with its own cache (hard-linked copies of part 1's, so baselines and the precompiled header are
     there, as on a host that has run before) standing in for hosts, on a new set of fresh

@@ -26,13 +26,6 @@ inline std::string reply_message(const Reply& r) {
 // A whole timing request may take the warm-up, the time cap and a few calls beyond it.
 std::chrono::milliseconds timing_timeout(const EvalOptions& o);
 
-// What the supervisor saw of the candidate's calls through the asks on its reply channel: for
-// every call (warm-up first) its draw (fresh inputs), then a start and an end mark around its
-// interval, in that order and no other. The window of a call is the supervisor's own clock from
-// its answer to the start mark to the end mark's arrival; a ping of the trusted reference
-// after each end mark gives the channel's round trip under the same load; the waits for a CPU of
-// the candidate worker's main thread and of the supervisor's own thread inside the window, from
-// the kernel's account (util/host_load.h ThreadWait), say what a busy host put in it.
 // The order of a timed run's asks on a worker's reply channel (msg::DrawAsk): for every call
 // (warm-up first) its draw (fresh inputs only), then its start and end marks, and no other.
 struct CallOrder {
@@ -45,6 +38,13 @@ struct CallOrder {
   int64_t calls = 0;  // calls whose end mark arrived
 };
 
+// What the supervisor saw of the candidate's calls through the asks on its reply channel: for
+// every call (warm-up first) its draw (fresh inputs), then a start and an end mark around its
+// interval, in that order and no other. The window of a call is the supervisor's own clock from
+// its answer to the start mark to the end mark's arrival; a ping of the trusted reference
+// after each end mark gives the channel's round trip under the same load; the waits for a CPU of
+// the candidate worker's main thread and of the supervisor's own thread inside the window, from
+// the kernel's account (util/host_load.h ThreadWait), say what a busy host put in it.
 struct CallLog {
   std::optional<uint64_t> fresh_seed;
   int64_t max_calls = 0;
