@@ -162,6 +162,10 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
   for (const auto& [k, v] : env) o.env_set[k] = v;
   o.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
   o.env_set["PYTHONUNBUFFERED"] = "1";
+  // The same fixed allocator parameters in every worker (docs/TIMING.md "The allocator"): glibc's
+  // adaptive mmap and trim thresholds made a call's fresh output cost one worker ~100 us more than
+  // the other, by its heap's history. The CPU memory figure trims explicitly (worker/memory.cc).
+  o.env_set["GLIBC_TUNABLES"] = kWorkerMallocTunables;
   const unsigned n = serial++;
   o.log_path = config.log_dir / fmt::format("{}-{}-{}.log", role, getpid(), n);
   o.log_cap = LogCap{};  // a worker's output is bounded (16 MiB, the last 1 MiB kept): util/log_pump.h

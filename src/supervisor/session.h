@@ -19,6 +19,11 @@
 
 namespace kbv {
 
+// glibc's malloc parameters in every worker, fixed: trimming at 1 GiB of free heap top and mmap
+// from 32 MiB (glibc's largest threshold), so neither adapts to the process's history.
+inline constexpr char kWorkerMallocTunables[] =
+    "glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432";
+
 struct WorkerConfig {
   std::string python;                       // interpreter with torch 2.11
   std::filesystem::path worker_dir;         // folder holding the kbv_worker extension module

@@ -11,6 +11,7 @@
 #include "measure/interval.h"
 #include "measure/statistic.h"
 #include "store/sealed.h"
+#include "supervisor/session.h"
 #include "supervisor/timing_parts.h"
 #include "util/clock.h"
 #include "util/fs.h"
@@ -56,7 +57,8 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.cpu_threads = env.device == "cuda" ? 0 : options.cpu.threads;
   // 2: CPU baselines time their calls between the candidate's round trips (TimeReferenceRequest::marks).
   std::vector<std::string> parts = {"kbv-baseline-2", problem_text, env.device, env.device_name, env.torch_version,
-                                     env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode};
+                                     env.python_version, t.to_json().dump(), kMeasuredDraw, "fp32", mode,
+                                     kWorkerMallocTunables};
   return sha256_hex_parts(parts);
 }
 

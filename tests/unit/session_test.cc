@@ -41,6 +41,16 @@ while True:
     m = read()
     if m is None or m.get("op") == "exit":
         break
+    if m.get("op") == "heap":  # is a fresh 4 MiB malloc in the brk heap (not mmap'd on its own)?
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype = ctypes.c_void_p
+        libc.malloc.argtypes = [ctypes.c_size_t]
+        p = libc.malloc(4 << 20)
+        heap = [l.split()[0].split("-") for l in open("/proc/self/maps") if l.rstrip().endswith("[heap]")]
+        inside = any(int(lo, 16) <= p < int(hi, 16) for lo, hi in heap)
+        write({"ok": True, "in_heap": inside, "tunables": os.environ.get("GLIBC_TUNABLES", "")})
+        continue
     if m.get("op") == "leave":
         p = subprocess.Popen(["sleep", "300"], start_new_session=True)
         write({"ok": True, "pid": p.pid})
@@ -116,6 +126,19 @@ TEST(WorkerSession, StopKillsWhatLeftTheGroupAndNamesIt) {
   EXPECT_NE(::kill(pid, 0), 0) << "the process that left the group is still there";
   Reply after = w->call({{"op", "time"}, {"n", 0}}, milliseconds(10000));
   EXPECT_NE(after.detail.find("the candidate worker is not running: it was stopped"), std::string::npos) << after.detail;
+}
+
+// Every worker starts with the same fixed malloc parameters (kWorkerMallocTunables): a 4 MiB
+// allocation comes from the heap, where glibc's default (mmap from 128 KiB until a free raises
+// the threshold) would map it on its own.
+TEST(WorkerSession, WorkersStartWithFixedMallocParameters) {
+  auto w = start_fake();
+  ASSERT_TRUE(w);
+  Reply r = w->call({{"op", "heap"}}, milliseconds(10000));
+  ASSERT_EQ(r.status, Reply::Status::ok) << r.detail;
+  EXPECT_EQ(r.body["tunables"], kWorkerMallocTunables);
+  EXPECT_TRUE(r.body["in_heap"].get<bool>()) << "a 4 MiB malloc was mmap'd: the fixed mmap threshold did not apply";
+  w->stop();
 }
 
 TEST(WorkerSession, TimeSpentAnsweringDoesNotCountAgainstTheDeadline) {
