@@ -90,6 +90,12 @@ void CommonFlags::add(CLI::App* app) {
                   "Off under --sandbox off")
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
+  app->add_option("--write-cap-mib", write_cap_mib,
+                  "what a confined candidate's files may hold at once, in MiB: its /tmp and /dev/shm folders and the "
+                  "files it keeps open or mapped after unlinking them, summed every 250 ms; past it the worker is killed "
+                  "and the sample rejected (write_cap_exceeded). 0: unwatched")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
+      ->capture_default_str();
   app->add_option("--python", python, "Python with torch 2.11 for the workers (default: KBV_PYTHON or the build's)");
   app->add_option("--cache-dir", cache_dir, "build cache and worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");
   // The rules between options (--timing-sets only with --timing-inputs sets), as kbv serve's.
@@ -131,6 +137,7 @@ kbv::EvalOptions CommonFlags::options() const {
   o.worker.log_dir = o.cache_dir / "logs";
   o.worker.sandbox = *kbv::sandbox::parse_mode(sandbox);
   o.worker.warm_workers = warm_workers;
+  o.worker.write_cap_bytes = write_cap_mib << 20;
   return o;
 }
 
@@ -171,6 +178,7 @@ WorkerHooks worker_hooks() {
     job.cache_dir = host.cache_dir;
     job.sandbox = host.sandbox;
     job.warm_workers = host.warm_workers;
+    job.write_cap_mib = host.write_cap_mib;
     return job.options();
   };
   hooks.preflight = [](const kbv::EvalOptions& o) { return sandbox_preflight(o); };

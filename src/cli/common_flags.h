@@ -24,6 +24,7 @@ struct CommonFlags {
   std::string cache_dir;
   std::string sandbox = "strict";
   int warm_workers = kbv::kDefaultWarmWorkers;
+  uint64_t write_cap_mib = kbv::kDefaultWriteCapBytes >> 20;
   kbv::Timeouts timeouts;  // what --timeout-build/-load/-call do not set (lint-problems' --timeout)
 
   CommonFlags();
@@ -40,7 +41,7 @@ struct CommonFlags {
 
 // The flags a host decides for itself (kbv worker's, kbv serve's), never a queued job's options:
 // kbv eval --queue refuses them and a job that names one is refused.
-inline constexpr const char* kHostFlags[] = {"python", "cache-dir", "sandbox", "warm-workers"};
+inline constexpr const char* kHostFlags[] = {"python", "cache-dir", "sandbox", "warm-workers", "write-cap-mib"};
 
 // KBV_CACHE_DIR, else $XDG_CACHE_HOME/kbv, else ~/.cache/kbv.
 std::filesystem::path default_cache_dir();

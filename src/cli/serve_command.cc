@@ -21,6 +21,7 @@ struct Flags {
   std::vector<std::string> problems;
   std::string token_file, gpus, device, python, cache_dir, sandbox = "strict";
   int warm_workers = kDefaultWarmWorkers;
+  uint64_t write_cap_mib = kDefaultWriteCapBytes >> 20;
   Timeouts timeouts;
 };
 
@@ -72,6 +73,10 @@ std::unique_ptr<ServeCommand> add_serve_command(CLI::App& app) {
                   "pre-started candidate workers kept ready by each of serve's own workers (as kbv eval --warm-workers)")
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
+  s->add_option("--write-cap-mib", f->write_cap_mib,
+                "what a confined candidate's files may hold at once, in MiB (as kbv eval --write-cap-mib)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
+      ->capture_default_str();
   s->add_option("--timeout-build", f->timeouts.build_s, "seconds to compile a candidate (clients may ask for less)")
       ->capture_default_str()
       ->check(kPositive);
@@ -103,6 +108,7 @@ std::unique_ptr<ServeCommand> add_serve_command(CLI::App& app) {
     o.eval.worker.log_dir = o.eval.cache_dir / "logs";
     o.eval.worker.sandbox = *sandbox::parse_mode(f->sandbox);
     o.eval.worker.warm_workers = f->warm_workers;
+    o.eval.worker.write_cap_bytes = f->write_cap_mib << 20;
     if (std::string why = sandbox::refusal(o.eval.worker.sandbox, sandbox::probe()); !why.empty()) {
       std::fprintf(stderr, "kbv serve: %s\n", why.c_str());
       return kExitUsage;

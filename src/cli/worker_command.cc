@@ -332,6 +332,10 @@ std::unique_ptr<WorkerCommand> add_worker_command(CLI::App& app, WorkerHooks hoo
                   "pre-started candidate workers kept ready, for every job (as kbv eval --warm-workers)")
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
+  sub->add_option("--write-cap-mib", flags->host.write_cap_mib,
+                  "what a confined candidate's files may hold at once, in MiB, for every job (as kbv eval --write-cap-mib)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
+      ->capture_default_str();
   command->app = sub;
   command->run = [flags, hooks = std::move(hooks)] { return run_worker(*flags, hooks); };
   return command;

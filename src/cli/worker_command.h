@@ -20,6 +20,7 @@ struct WorkerHost {
   std::string cache_dir;
   std::string sandbox = "strict";
   int warm_workers = kbv::kDefaultWarmWorkers;
+  uint64_t write_cap_mib = kbv::kDefaultWriteCapBytes >> 20;
 };
 
 struct WorkerHooks {

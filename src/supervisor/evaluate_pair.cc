@@ -160,6 +160,41 @@ void after_checks(Record& record, const Pair& pair, const EvalOptions& options, 
   record.seconds = clock.seconds();  // the memory phase's too when nothing is timed
 }
 
+// 3.-6. With the candidate's worker started.
+void run_candidate(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
+                   ReferenceHost& reference, WorkerProcess& ref, WorkerProcess& cand,
+                   const SolutionSource& solution, const BuildResult& built, const msg::LoadProblemReply& load_reply,
+                   PhaseClock& clock) {
+  Reply r = load_candidate_worker(cand, pair, solution, options, env, built, load_reply);
+  clock.done(record, "load");
+  if (r.status != Reply::Status::ok) {
+    fail_candidate(record, worker_failure(r), "");
+    if (record.verdict == Verdict::timeout) record.message = "constructing ModelNew: " + r.detail;
+    record.seconds = clock.seconds();
+    return;
+  }
+
+  // 4. Trials x distributions, each a fresh draw from its own seed (pair_checks.cc).
+  SeedSource seeds(options.protocol.seed);
+  const CheckTally checked = correctness_checks({record, pair, options, reference, ref, cand}, seeds);
+  if (!checked.stopped) reference.warm().settle(ms(options.timeouts.load_s));  // none starting while it is measured
+  record.seconds = clock.seconds();
+  clock.done(record, "checks");
+  if (checked.stopped) return;
+  after_checks(record, pair, options, env, ref, cand, seeds, checked, clock);
+}
+
+// A confined candidate killed for what its files held (supervisor/write_watch.h): rejected, whatever
+// the call it was killed in made of it.
+void reject_write_cap(Record& record, const WorkerProcess& cand) {
+  const std::string& why = cand.write_cap_tripped();
+  if (why.empty()) return;
+  record.findings.push_back(make_finding("write_cap_exceeded", "reject", "the candidate's worker: " + why,
+                                         "the write watch (--write-cap-mib)", ""));
+  set_verdict(record, Verdict::rejected, "the candidate's worker: " + why);
+  record.metadata.correctness_issue = record.message;
+}
+
 // 2.-6. The workers and what they measure, for a candidate that built: `options.cpu` is the pair's
 // CPU budget, from its `lease`.
 void run_workers(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
@@ -179,23 +214,9 @@ void run_workers(Record& record, const Pair& pair, const EvalOptions& options, c
 
   std::unique_ptr<WorkerProcess> cand = start_candidate_worker(record, pair, options, env, built, reference, ref);
   if (!cand) return;
-  Reply r = load_candidate_worker(*cand, pair, solution, options, env, built, load_reply);
-  clock.done(record, "load");
-  if (r.status != Reply::Status::ok) {
-    fail_candidate(record, worker_failure(r), "");
-    if (record.verdict == Verdict::timeout) record.message = "constructing ModelNew: " + r.detail;
-    record.seconds = clock.seconds();
-    return;
-  }
-
-  // 4. Trials x distributions, each a fresh draw from its own seed (pair_checks.cc).
-  SeedSource seeds(options.protocol.seed);
-  const CheckTally checked = correctness_checks({record, pair, options, reference, *ref, *cand}, seeds);
-  if (!checked.stopped) reference.warm().settle(ms(options.timeouts.load_s));  // none starting while it is measured
-  record.seconds = clock.seconds();
-  clock.done(record, "checks");
-  if (checked.stopped) return;
-  after_checks(record, pair, options, env, *ref, *cand, seeds, checked, clock);
+  run_candidate(record, pair, options, env, reference, *ref, *cand, solution, built, load_reply, clock);
+  cand->stop();
+  reject_write_cap(record, *cand);
 }
 
 }  // namespace

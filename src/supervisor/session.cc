@@ -66,23 +66,6 @@ void remove_stale_shm(int pid) {
     if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
 }
 
-// The names of the /dev/shm files process `pid` maps (its live exports: a worker maps every buffer
-// it exports until it releases it, and unlinks it then); nullopt when its maps cannot be read.
-std::optional<std::set<std::string>> shm_files_mapped_by(int pid) {
-  std::ifstream maps(fmt::format("/proc/{}/maps", pid));
-  if (!maps) return std::nullopt;
-  std::set<std::string> names;
-  const std::string folder = "/dev/shm/";
-  for (std::string line; std::getline(maps, line);) {
-    const size_t at = line.find(folder);
-    if (at == std::string::npos) continue;
-    std::string name = line.substr(at + folder.size());
-    if (const size_t sp = name.find(' '); sp != std::string::npos) name.resize(sp);  // " (deleted)"
-    names.insert(name);
-  }
-  return names;
-}
-
 // The sandbox's folders belong to uid 65534 when kbv is root (the confined workers run as it).
 void give_to_nobody(const fs::path& path, bool recursive) {
   if (::geteuid() != 0) return;
@@ -266,6 +249,15 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
       error = fmt::format("the {} worker: {}", role, refused);
       return nullptr;  // the destructor kills it and removes its folders
     }
+    if (role == "candidate" && config.write_cap_bytes > 0 && !w->scratch_.empty()) {
+      WriteWatch::Target t;
+      t.folders = {w->scratch_, w->shm_dir_};
+      t.group = w->pid_;
+      t.pid_ns = w->pid_ns_;
+      t.reference = w->shm_owner_;
+      t.cap = config.write_cap_bytes;
+      w->watch_ = std::make_unique<WriteWatch>(std::move(t));
+    }
   }
   return w;
 }
@@ -316,6 +308,7 @@ std::string WorkerProcess::died_detail() {
   else
     how = kill_group(pid_).describe();
   end_group();
+  if (!write_tripped_.empty()) how += " (" + write_tripped_ + ")";
   drain_log(log_path_);  // its last words may still be in the pipe
   std::string tail = tail_file(log_path_, 2000);
   std::string d = fmt::format("the {} worker {}", role_, how);
@@ -409,7 +402,7 @@ void WorkerProcess::remove_sandbox_files() {
     // proof (the candidate owns the folder and can name a file as the reference's: a plant that
     // outlived it, examples/level1/19_ReLU/cpu_shm_plant.py): the reference's are those it maps.
     const std::string prefix = shm_prefix(shm_owner_);
-    const auto mapped = shm_files_mapped_by(shm_owner_);
+    const auto mapped = shm_mapped_bytes(shm_owner_);
     for (const auto& entry : fs::directory_iterator(shm_dir_, ec)) {
       const std::string name = entry.path().filename().string();
       if (name.rfind(prefix, 0) != 0 || (mapped && !mapped->count(name))) fs::remove(entry.path(), ec);
@@ -419,7 +412,15 @@ void WorkerProcess::remove_sandbox_files() {
   owns_shm_ = false;
 }
 
+void WorkerProcess::stop_watch() {
+  if (!watch_) return;
+  watch_->stop();
+  if (write_tripped_.empty()) write_tripped_ = watch_->tripped();
+  watch_.reset();
+}
+
 void WorkerProcess::end_group() {
+  stop_watch();  // before the group's pid is forgotten and can be reused
   // The worker may have left children (compilers, a candidate's threads or processes): those in
   // its group go with the group, those that left it were adopted by kbv once their parents ended.
   ::kill(-pid_, SIGKILL);

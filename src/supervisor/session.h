@@ -15,6 +15,7 @@
 #include "proto/messages.h"
 #include "record/decide.h"
 #include "sandbox/sandbox.h"
+#include "supervisor/write_watch.h"
 #include "util/subprocess.h"
 
 namespace kbv {
@@ -32,6 +33,8 @@ struct WorkerConfig {
   sandbox::Mode sandbox = sandbox::Mode::off;  // kbv eval/selftest: --sandbox (strict by default)
   std::filesystem::path scratch_dir;        // per-worker scratch folders (empty: log_dir/../scratch)
   int warm_workers = 0;  // --warm-workers: pre-started candidate workers kept ready (supervisor/warm_pool.h)
+  // --write-cap-mib: what a confined candidate's files may hold at once (supervisor/write_watch.h); 0: unwatched.
+  uint64_t write_cap_bytes = kDefaultWriteCapBytes;
 };
 
 class WorkerProcess;
@@ -124,6 +127,8 @@ class WorkerProcess {
   // kbv pinned it to (empty: never pinned, kbv's own affinity).
   std::string pin_cpus(const std::vector<int>& cpus);
   const std::vector<int>& cpus() const { return cpus_; }
+  // Why kbv killed a confined candidate for what its files held (supervisor/write_watch.h), or "".
+  const std::string& write_cap_tripped() const { return write_tripped_; }
   // Every thread of the group back on kbv's own affinity set, cpus() empty again (a pre-started
   // candidate that started on a CPU of its own, handed to its candidate). "" or why not.
   std::string unpin_cpus();
@@ -150,6 +155,9 @@ class WorkerProcess {
   int shm_owner_ = 0;  // a candidate sharing its reference's shm folder: the reference's pid
   bool sweeps_shared_shm_ = true;  // false for a pre-started candidate until hand_build()
   std::vector<int> cpus_;
+  std::unique_ptr<WriteWatch> watch_;  // a confined candidate's files, under --write-cap-mib
+  std::string write_tripped_;
+  void stop_watch();
   void note_namespace_strays();
   void remove_sandbox_files();
 };

@@ -356,6 +356,27 @@ std::vector<int> stop_processes(int group, const std::string& pid_ns) {
   return {stopped.begin(), stopped.end()};
 }
 
+std::vector<int> group_processes(int group, const std::string& pid_ns) {
+  std::unordered_set<int> found;
+  const std::vector<ProcEntry> table = proc_table();
+  for (bool more = true; more;) {
+    more = false;
+    for (const ProcEntry& p : table) {
+      if (ended(p) || found.count(p.pid)) continue;
+      bool take = (group > 0 && p.pgrp == group) || found.count(p.ppid) > 0;
+      if (!take && !pid_ns.empty()) {
+        char path[64], link[128] = {};
+        std::snprintf(path, sizeof path, "/proc/%d/ns/pid", p.pid);
+        take = ::readlink(path, link, sizeof link - 1) > 0 && pid_ns == link;
+      }
+      if (!take) continue;
+      found.insert(p.pid);
+      more = true;
+    }
+  }
+  return {found.begin(), found.end()};
+}
+
 void continue_processes(const std::vector<int>& pids, int group) {
   for (int pid : pids) ::kill(pid, SIGCONT);
   if (group > 0) ::kill(-group, SIGCONT);

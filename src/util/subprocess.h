@@ -92,6 +92,10 @@ std::vector<Stray> namespace_strays(int group, const std::string& pid_ns);
 // Returns the processes stopped, for continue_processes. The paired timing freezes a candidate's
 // worker so while a baseline is timed (docs/TIMING.md, "Paired rounds"; T17).
 std::vector<int> stop_processes(int group, const std::string& pid_ns);
+// The live processes of group `group`, their descendants and the processes of PID namespace
+// `pid_ns` (empty: none), from one pass over /proc: what a worker runs now, for a look at what it
+// holds (supervisor/write_watch.h). Nothing is stopped: one forked after the pass is missed.
+std::vector<int> group_processes(int group, const std::string& pid_ns);
 // SIGCONT to each of `pids` and to group `group` (> 0).
 void continue_processes(const std::vector<int>& pids, int group);
 // The state letter of /proc/<pid>/stat ('R', 'S', 'T' for stopped, ...); '?' when unreadable.

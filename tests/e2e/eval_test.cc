@@ -46,6 +46,7 @@ struct Entry {
   int trials = 2;          // the entry's "trials", else 2
   int flaky_reruns = -1;   // the entry's "flaky_reruns", else the protocol's
   std::string protocol = "";  // the entry's "protocol" (--protocol), else kbv's
+  int write_cap_mib = -1;     // the entry's "write_cap_mib" (--write-cap-mib), else the default
 };
 
 void PrintTo(const Entry& e, std::ostream* os) {
@@ -67,6 +68,7 @@ std::vector<Entry> manifest() {
     if (e.contains("trials") && e["trials"].is_number_integer()) x.trials = e["trials"];
     if (e.contains("flaky_reruns") && e["flaky_reruns"].is_number_integer()) x.flaky_reruns = e["flaky_reruns"];
     x.protocol = e.value("protocol", "");
+    if (e.contains("write_cap_mib") && e["write_cap_mib"].is_number_integer()) x.write_cap_mib = e["write_cap_mib"];
     if (e.contains("also") && e["also"].is_array())
       for (const auto& v : e["also"])
         if (v.is_string() && v != "correct") x.also.push_back(v);
@@ -120,6 +122,7 @@ TEST_P(Corpus, VerdictAsExpected) {
                                    "--precision", e.precision, "--json", out.string()};
   if (e.flaky_reruns >= 0) args.insert(args.end(), {"--flaky-reruns", std::to_string(e.flaky_reruns)});
   if (!e.protocol.empty()) args.insert(args.end(), {"--protocol", e.protocol});
+  if (e.write_cap_mib >= 0) args.insert(args.end(), {"--write-cap-mib", std::to_string(e.write_cap_mib)});
   Outcome o = run_kbv(args, out);
   ASSERT_EQ(o.code, 0) << o.output;
   ASSERT_TRUE(o.record.is_object()) << o.output;

@@ -317,6 +317,24 @@ TEST(Sandbox, FilesLeftInTmpAreGone) {
   for (const auto& f : left) fs::remove(f);
 }
 
+// A candidate that fills the host's storage (examples/level1/19_ReLU/cpu_fill_host.py: 1 GiB over
+// files in its /tmp and /dev/shm, an unlinked open file and a memfd) is killed past --write-cap-mib
+// and rejected; with the watch off the same candidate is correct, so the watch is what rejects it.
+TEST(WriteCap, TheWatchIsWhatRejectsIt) {
+  fs::path dir = scratch("fill");
+  const std::string fill = "../../../examples/level1/19_ReLU/cpu_fill_host.py";
+  Outcome capped = eval_attack(fill, "strict", dir, {}, kProblem, {"--write-cap-mib", "256"});
+  ASSERT_EQ(capped.code, 0) << capped.output;
+  EXPECT_EQ(capped.record.value("verdict", ""), "rejected") << why(capped);
+  EXPECT_NE(why(capped).find("over the cap of 0.25 GiB"), std::string::npos) << why(capped);
+  bool found = false;
+  for (const auto& f : capped.record["findings"]) found = found || f.value("rule", "") == "write_cap_exceeded";
+  EXPECT_TRUE(found) << capped.record["findings"].dump(2);
+  Outcome open = eval_attack(fill, "strict", dir, {}, kProblem, {"--write-cap-mib", "0"});
+  ASSERT_EQ(open.code, 0) << open.output;
+  EXPECT_EQ(open.record.value("verdict", ""), "correct") << why(open);
+}
+
 // T17 in the sandbox: a process that left the worker's group is named and gone with the worker's
 // PID namespace before the baselines are timed.
 TEST(Sandbox, AProcessLeftInTheNamespaceIsNamedAndGone) {

@@ -1,0 +1,192 @@
+#include "supervisor/write_watch.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "util/subprocess.h"
+
+namespace kbv {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr int kMaxDepth = 128;
+
+uint64_t allocated(const struct stat& st) {
+  const uint64_t bytes = static_cast<uint64_t>(st.st_blocks) * 512;
+  return bytes < kPage ? kPage : bytes;
+}
+
+// Every entry under the folder open as `fd` (fstatat without following links; openat, so that no
+// path length limits the depth), counted into `held`; `fd` is closed. Deeper than kMaxDepth counts
+// as over any cap: no honest kernel nests its scratch files that deep.
+void walk(int fd, const std::map<std::string, uint64_t>& exempt, int depth, HeldBytes& held) {
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return;
+  }
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    struct stat st {};
+    if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    ++held.entries;
+    uint64_t bytes = allocated(st);
+    if (depth == 0 && S_ISREG(st.st_mode))
+      if (auto it = exempt.find(e->d_name); it != exempt.end()) bytes = bytes > it->second ? bytes - it->second : 0;
+    held.folders += bytes;
+    if (!S_ISDIR(st.st_mode)) continue;
+    if (depth + 1 >= kMaxDepth) {
+      held.too_deep = true;
+      continue;
+    }
+    const int sub = ::openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub >= 0) walk(sub, exempt, depth + 1, held);
+  }
+  ::closedir(d);
+}
+
+// An unlinked file, a memfd or a SysV segment by its link text or maps path: not a shared anonymous
+// mapping (memory, counted as such) nor an anonymous inode.
+bool unlinked_file(const std::string& what) {
+  if (what.rfind("/memfd:", 0) == 0) return true;
+  const std::string suffix = " (deleted)";
+  if (what.size() <= suffix.size() || what.compare(what.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return false;
+  return what.rfind("/dev/zero", 0) != 0 && what.rfind("anon_inode:", 0) != 0;
+}
+
+void count_unlinked(int pid, std::set<std::pair<uint64_t, uint64_t>>& seen, HeldBytes& held) {
+  const std::string fd_dir = fmt::format("/proc/{}/fd", pid);
+  if (DIR* d = ::opendir(fd_dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string link = fd_dir + "/" + e->d_name;
+      char target[512];
+      const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      if (!unlinked_file(target)) continue;
+      struct stat st {};
+      if (::stat(link.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (!seen.emplace(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)).second) continue;
+      held.unlinked += allocated(st);
+    }
+    ::closedir(d);
+  }
+  // Mapped and closed: its maps line has the device and inode, and its length bounds what is held.
+  std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+  for (std::string line; std::getline(maps, line);) {
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos || !unlinked_file(line.substr(slash))) continue;
+    uint64_t lo = 0, hi = 0, inode = 0;
+    unsigned major = 0, minor = 0;
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %*s %*s %x:%x %" SCNu64, &lo, &hi, &major, &minor,
+                    &inode) != 5)
+      continue;
+    if (!seen.emplace(static_cast<uint64_t>(makedev(major, minor)), inode).second) continue;
+    held.unlinked += hi - lo;
+  }
+}
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
+
+}  // namespace
+
+std::optional<std::map<std::string, uint64_t>> shm_mapped_bytes(int pid) {
+  std::map<std::string, uint64_t> bytes;
+  std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+  if (!maps) return std::nullopt;
+  const std::string folder = "/dev/shm/";
+  for (std::string line; std::getline(maps, line);) {
+    const size_t at = line.find(folder);
+    if (at == std::string::npos) continue;
+    std::string name = line.substr(at + folder.size());
+    if (const size_t sp = name.find(' '); sp != std::string::npos) name.resize(sp);  // " (deleted)"
+    uint64_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64, &lo, &hi) == 2 && hi > lo) bytes[name] += hi - lo;
+  }
+  return bytes;
+}
+
+HeldBytes held_bytes(const std::vector<fs::path>& folders, const std::map<std::string, uint64_t>& exempt,
+                     const std::vector<int>& pids) {
+  HeldBytes held;
+  for (const fs::path& f : folders) {
+    if (f.empty()) continue;
+    const int fd = ::open(f.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) walk(fd, exempt, 0, held);
+  }
+  std::set<std::pair<uint64_t, uint64_t>> seen;
+  for (int pid : pids) count_unlinked(pid, seen, held);
+  return held;
+}
+
+WriteWatch::WriteWatch(Target target) : t_(std::move(target)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+WriteWatch::~WriteWatch() { stop(); }
+
+void WriteWatch::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string WriteWatch::tripped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tripped_;
+}
+
+void WriteWatch::run() {
+  // SCHED_IDLE: a look never preempts the candidate being timed on a busy CPU (its timing would
+  // pay for the watch); it runs where a CPU has room and, on a full host, still gets a sliver.
+  sched_param idle{};
+  ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    const std::map<std::string, uint64_t> exempt =
+        t_.reference > 0 ? shm_mapped_bytes(t_.reference).value_or(std::map<std::string, uint64_t>{})
+                         : std::map<std::string, uint64_t>{};
+    const HeldBytes held = held_bytes(t_.folders, exempt, group_processes(t_.group, t_.pid_ns));
+    if (held.total() > peak_.load()) peak_.store(held.total());
+    lock.lock();
+    if (stopping_) break;
+    if (held.total() > t_.cap) {
+      ::kill(-t_.group, SIGKILL);
+      for (int pid : group_processes(t_.group, t_.pid_ns)) ::kill(pid, SIGKILL);
+      tripped_ = held.too_deep
+                     ? fmt::format("kbv killed it: it nested folders more than {} deep in its /tmp or /dev/shm "
+                                   "folder, past what kbv counts (--write-cap-mib)", kMaxDepth)
+                     : fmt::format("kbv killed it: its files held {} ({} in its /tmp and /dev/shm folders, {} "
+                                   "entries; {} unlinked but still open or mapped), over the cap of {} "
+                                   "(--write-cap-mib)",
+                                   gib(held.total()), gib(held.folders), held.entries, gib(held.unlinked), gib(t_.cap));
+      break;
+    }
+    wake_.wait_for(lock, t_.every, [this] { return stopping_; });
+  }
+}
+
+}  // namespace kbv
