@@ -66,6 +66,16 @@ void remove_stale_shm(int pid) {
     if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
 }
 
+// Every entry under `dir`, as paths relative to it (links not followed), parents before children.
+std::set<std::string> entries_under(const fs::path& dir) {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    out.insert(it->path().lexically_relative(dir).string());
+  return out;
+}
+
 // The sandbox's folders belong to uid 65534 when kbv is root (the confined workers run as it).
 void give_to_nobody(const fs::path& path, bool recursive) {
   if (::geteuid() != 0) return;
@@ -145,9 +155,10 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
   for (const auto& [k, v] : env) o.env_set[k] = v;
   o.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
   o.env_set["PYTHONUNBUFFERED"] = "1";
-  // The same fixed allocator parameters in every worker (docs/TIMING.md "The allocator"): glibc's
-  // adaptive mmap and trim thresholds made a call's fresh output cost one worker ~100 us more than
-  // the other, by its heap's history. The CPU memory figure trims explicitly (worker/memory.cc).
+  // The same fixed allocator parameters in every worker (docs/TIMING.md, "Draws away from the
+  // candidate"): glibc's adaptive mmap and trim thresholds made a call's fresh output cost one
+  // worker ~100 us more than the other, by its heap's history. The CPU memory figure trims
+  // explicitly (worker/memory.cc).
   o.env_set["GLIBC_TUNABLES"] = kWorkerMallocTunables;
   const unsigned n = serial++;
   o.log_path = config.log_dir / fmt::format("{}-{}-{}.log", role, getpid(), n);
@@ -187,6 +198,10 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
       } else if (auto it = o.env_set.find("TORCH_EXTENSIONS_DIR"); it != o.env_set.end()) {
         paths.ext = it->second;
         fs::create_directories(paths.ext, ec);
+        if (role == "candidate") {  // a build worker's additions are the build
+          w->ext_dir_ = paths.ext;
+          w->ext_before_ = entries_under(paths.ext);
+        }
         fs::create_directories(w->scratch_ / "kbv-ext", ec);
         give_to_nobody(paths.ext, true);
         it->second = "/tmp/kbv-ext";
@@ -251,7 +266,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
     }
     if (role == "candidate" && config.write_cap_bytes > 0 && !w->scratch_.empty()) {
       WriteWatch::Target t;
-      t.folders = {w->scratch_, w->shm_dir_};
+      t.folders = {w->scratch_, w->shm_dir_, w->ext_dir_};  // every folder it can write
       t.group = w->pid_;
       t.pid_ns = w->pid_ns_;
       t.reference = w->shm_owner_;
@@ -292,12 +307,14 @@ std::string WorkerProcess::pin_cpus(const std::vector<int>& cpus) {
   if (pid_ <= 0) return "the " + role_ + " worker is not running";
   std::string error = pin_group(pid_, cpus);
   if (error.empty()) cpus_ = cpus;
+  if (error.empty() && watch_) watch_->avoid_cpus(cpus);
   return error;
 }
 
 std::string WorkerProcess::unpin_cpus() {
   std::string error = pin_cpus(affinity_of(0));
   if (error.empty()) cpus_.clear();
+  if (watch_) watch_->avoid_cpus({});
   return error;
 }
 
@@ -407,6 +424,14 @@ void WorkerProcess::remove_sandbox_files() {
       const std::string name = entry.path().filename().string();
       if (name.rfind(prefix, 0) != 0 || (mapped && !mapped->count(name))) fs::remove(entry.path(), ec);
     }
+  }
+  // What a candidate added to the build folder it was bound writable (the build's cache entry, which
+  // outlives it): its files there held up to the write cap, and would stay on the host's disk.
+  // torch's lock file is left to whoever holds it.
+  if (!ext_dir_.empty()) {
+    for (const std::string& added : entries_under(ext_dir_))
+      if (!ext_before_.count(added) && fs::path(added).filename() != "lock") fs::remove_all(ext_dir_ / added, ec);
+    ext_dir_.clear();
   }
   scratch_.clear();
   owns_shm_ = false;

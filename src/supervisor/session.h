@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,8 @@ class WorkerProcess {
   nlohmann::json sandbox_;
   std::string pid_ns_;
   std::filesystem::path scratch_, shm_dir_;
+  std::filesystem::path ext_dir_;  // a confined worker's build folder bound on /tmp/kbv-ext (not in its scratch)
+  std::set<std::string> ext_before_;  // its entries when the worker started: the rest is removed at its end
   bool owns_shm_ = false;
   int shm_owner_ = 0;  // a candidate sharing its reference's shm folder: the reference's pid
   bool sweeps_shared_shm_ = true;  // false for a pre-started candidate until hand_build()

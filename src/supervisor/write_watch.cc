@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "util/sched.h"
 #include "util/subprocess.h"
 
 namespace kbv {
@@ -33,10 +35,33 @@ uint64_t allocated(const struct stat& st) {
   return bytes < kPage ? kPage : bytes;
 }
 
+// A folder the candidate closed to its owner (mode 000 or r--): kbv, the same uid when it is not
+// root, opens it up again (it is the candidate's scratch); root reads it anyway.
+void open_up(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && (st.st_mode & S_IRWXU) != S_IRWXU && st.st_uid == ::geteuid())
+    ::fchmod(fd, (st.st_mode & 07777) | S_IRWXU);
+}
+
+// A sub-folder, opened (after opening it up if it was closed); -1 and `held.unreadable` when it
+// stays closed.
+int open_folder(int parent, const char* name, HeldBytes& held) {
+  int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == EACCES) {
+    struct stat st {};
+    if (::fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      ::fchmodat(parent, name, (st.st_mode & 07777) | S_IRWXU, 0);
+    fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  if (fd < 0 && errno != ENOENT) held.unreadable = true;
+  return fd;
+}
+
 // Every entry under the folder open as `fd` (fstatat without following links; openat, so that no
-// path length limits the depth), counted into `held`; `fd` is closed. Deeper than kMaxDepth counts
-// as over any cap: no honest kernel nests its scratch files that deep.
+// path length limits the depth), counted into `held`; `fd` is closed. Deeper than kMaxDepth, or an
+// entry kbv cannot see, counts as over any cap: no honest kernel nests or closes its files so.
 void walk(int fd, const std::map<std::string, uint64_t>& exempt, int depth, HeldBytes& held) {
+  open_up(fd);
   DIR* d = ::fdopendir(fd);
   if (!d) {
     ::close(fd);
@@ -45,7 +70,10 @@ void walk(int fd, const std::map<std::string, uint64_t>& exempt, int depth, Held
   while (const dirent* e = ::readdir(d)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
     struct stat st {};
-    if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno != ENOENT) held.unreadable = true;  // gone meanwhile is fine; hidden is not
+      continue;
+    }
     ++held.entries;
     uint64_t bytes = allocated(st);
     if (depth == 0 && S_ISREG(st.st_mode))
@@ -56,7 +84,7 @@ void walk(int fd, const std::map<std::string, uint64_t>& exempt, int depth, Held
       held.too_deep = true;
       continue;
     }
-    const int sub = ::openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int sub = open_folder(fd, e->d_name, held);
     if (sub >= 0) walk(sub, exempt, depth + 1, held);
   }
   ::closedir(d);
@@ -74,7 +102,9 @@ bool unlinked_file(const std::string& what) {
 
 void count_unlinked(int pid, std::set<std::pair<uint64_t, uint64_t>>& seen, HeldBytes& held) {
   const std::string fd_dir = fmt::format("/proc/{}/fd", pid);
-  if (DIR* d = ::opendir(fd_dir.c_str())) {
+  DIR* d = ::opendir(fd_dir.c_str());
+  if (!d && (errno == EACCES || errno == EPERM)) held.unreadable = true;  // a process kbv cannot look into
+  if (d) {
     while (const dirent* e = ::readdir(d)) {
       if (e->d_name[0] == '.') continue;
       const std::string link = fd_dir + "/" + e->d_name;
@@ -130,7 +160,7 @@ HeldBytes held_bytes(const std::vector<fs::path>& folders, const std::map<std::s
   HeldBytes held;
   for (const fs::path& f : folders) {
     if (f.empty()) continue;
-    const int fd = ::open(f.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int fd = open_folder(AT_FDCWD, f.c_str(), held);
     if (fd >= 0) walk(fd, exempt, 0, held);
   }
   std::set<std::pair<uint64_t, uint64_t>> seen;
@@ -138,8 +168,14 @@ HeldBytes held_bytes(const std::vector<fs::path>& folders, const std::map<std::s
   return held;
 }
 
-WriteWatch::WriteWatch(Target target) : t_(std::move(target)) {
+WriteWatch::WriteWatch(Target target) : t_(std::move(target)), kbv_cpus_(affinity_of(0)) {
   thread_ = std::thread([this] { run(); });
+}
+
+void WriteWatch::avoid_cpus(std::vector<int> cpus) {
+  std::lock_guard<std::mutex> lock(mu_);
+  avoid_ = std::move(cpus);
+  avoid_changed_ = true;
 }
 
 WriteWatch::~WriteWatch() { stop(); }
@@ -165,6 +201,16 @@ void WriteWatch::run() {
   ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
+    if (avoid_changed_) {
+      avoid_changed_ = false;
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int c : kbv_cpus_)
+        if (std::find(avoid_.begin(), avoid_.end(), c) == avoid_.end()) CPU_SET(c, &set);
+      if (CPU_COUNT(&set) == 0)
+        for (int c : kbv_cpus_) CPU_SET(c, &set);
+      if (CPU_COUNT(&set) > 0) ::sched_setaffinity(0, sizeof set, &set);  // this thread only
+    }
     lock.unlock();
     const std::map<std::string, uint64_t> exempt =
         t_.reference > 0 ? shm_mapped_bytes(t_.reference).value_or(std::map<std::string, uint64_t>{})
@@ -174,13 +220,16 @@ void WriteWatch::run() {
     lock.lock();
     if (stopping_) break;
     if (held.total() > t_.cap) {
-      ::kill(-t_.group, SIGKILL);
+      if (t_.group > 0) ::kill(-t_.group, SIGKILL);  // never -0: that is kbv's own group
       for (int pid : group_processes(t_.group, t_.pid_ns)) ::kill(pid, SIGKILL);
       tripped_ = held.too_deep
                      ? fmt::format("kbv killed it: it nested folders more than {} deep in its /tmp or /dev/shm "
                                    "folder, past what kbv counts (--write-cap-mib)", kMaxDepth)
-                     : fmt::format("kbv killed it: its files held {} ({} in its /tmp and /dev/shm folders, {} "
-                                   "entries; {} unlinked but still open or mapped), over the cap of {} "
+                 : held.unreadable
+                     ? std::string("kbv killed it: it made a file, a folder or its open files unreadable to kbv, "
+                                   "which counts what they hold (--write-cap-mib)")
+                     : fmt::format("kbv killed it: its files held {} ({} in its /tmp, /tmp/kbv-ext and /dev/shm "
+                                   "folders, {} entries; {} unlinked but still open or mapped), over the cap of {} "
                                    "(--write-cap-mib)",
                                    gib(held.total()), gib(held.folders), held.entries, gib(held.unlinked), gib(t_.cap));
       break;

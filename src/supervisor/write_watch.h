@@ -31,8 +31,9 @@ struct HeldBytes {
   uint64_t folders = 0;   // files in the watched folders, each at least one 4 KiB page
   uint64_t unlinked = 0;  // files the processes hold open or mapped, unlinked (memfds included)
   uint64_t entries = 0;   // folder entries seen
-  bool too_deep = false;  // folders nested deeper than kbv walks (128): counted as over any cap
-  uint64_t total() const { return too_deep ? UINT64_MAX : folders + unlinked; }
+  bool too_deep = false;    // folders nested deeper than kbv walks (128): counted as over any cap
+  bool unreadable = false;  // an entry, a folder or a process's open files kbv could not see: the same
+  uint64_t total() const { return too_deep || unreadable ? UINT64_MAX : folders + unlinked; }
 };
 
 // What `pids` hold: the allocated bytes (st_blocks, not a sparse size) of every entry under
@@ -46,7 +47,7 @@ HeldBytes held_bytes(const std::vector<std::filesystem::path>& folders,
 class WriteWatch {
  public:
   struct Target {
-    std::vector<std::filesystem::path> folders;  // its /tmp and /dev/shm folders, as the host sees them
+    std::vector<std::filesystem::path> folders;  // its /tmp, /tmp/kbv-ext and /dev/shm folders, as the host sees them
     int group = 0;                               // the worker's process group
     std::string pid_ns;                          // its PID namespace ("" without one)
     int reference = 0;                           // the reference sharing the /dev/shm folder (0: none)
@@ -59,6 +60,9 @@ class WriteWatch {
   WriteWatch& operator=(const WriteWatch&) = delete;
   // Stops the thread (before the group's pid can be reused). Idempotent.
   void stop();
+  // Keeps the watch's thread off `cpus` (the candidate's pinned budget) where kbv has other CPUs:
+  // its look between the candidate's calls would leave the next call a colder cache.
+  void avoid_cpus(std::vector<int> cpus);
   // Why it killed the worker, or "" while it has not.
   std::string tripped() const;
   // The most it saw held at one look.
@@ -72,6 +76,9 @@ class WriteWatch {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::string tripped_;
+  std::vector<int> kbv_cpus_;  // the affinity of the thread that made the watch
+  std::vector<int> avoid_;
+  bool avoid_changed_ = false;
   std::thread thread_;
 };
 

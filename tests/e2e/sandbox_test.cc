@@ -330,9 +330,20 @@ TEST(WriteCap, TheWatchIsWhatRejectsIt) {
   bool found = false;
   for (const auto& f : capped.record["findings"]) found = found || f.value("rule", "") == "write_cap_exceeded";
   EXPECT_TRUE(found) << capped.record["findings"].dump(2);
+  // Its pieces in the build folder (the build's cache entry, which outlives the worker) went with it.
+  auto pieces_left = [&] {
+    int n = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir / "cache" / "build", ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      n += it->path().filename().string().rfind("kbv-fill-", 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(pieces_left(), 0);
   Outcome open = eval_attack(fill, "strict", dir, {}, kProblem, {"--write-cap-mib", "0"});
   ASSERT_EQ(open.code, 0) << open.output;
   EXPECT_EQ(open.record.value("verdict", ""), "correct") << why(open);
+  EXPECT_EQ(pieces_left(), 0) << "what a candidate adds to its build folder is removed at its end";
 }
 
 // T17 in the sandbox: a process that left the worker's group is named and gone with the worker's

@@ -95,10 +95,10 @@ TEST(OptionTable, EveryEvalFlagThatAJobCarriesIsAServeOption) {
   CLI::App app{"kbv"};
   cli::Command eval = cli::add_eval_command(app);
   // kbv eval's flags that name local things (files, GPUs of this host, the queue) or that the
-  // evaluating host decides (kbv worker --python/--cache-dir/--sandbox/--warm-workers) do not travel with a job.
-  const std::set<std::string> not_carried = {"help", "problem", "solution", "json", "problems", "run", "level",
-                                             "only", "gpus", "build-jobs", "queue", "python", "cache-dir",
-                                             "sandbox", "warm-workers"};
+  // evaluating host decides (cli::kHostFlags: kbv worker --python, --sandbox, ...) do not travel with a job.
+  std::set<std::string> not_carried = {"help", "problem", "solution", "json", "problems", "run", "level",
+                                       "only", "gpus", "build-jobs", "queue"};
+  not_carried.insert(std::begin(cli::kHostFlags), std::end(cli::kHostFlags));
   const std::vector<std::string>& keys = service::option_keys();
   int carried = 0;
   for (const CLI::Option* opt : eval.app->get_options()) {

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "util/sched.h"
 
 namespace kbv {
 namespace {
@@ -106,6 +109,24 @@ TEST(WriteWatch, AFloodOfEmptyFilesCountsAPageEach) {
   fs::remove_all(dir);
 }
 
+// A folder the candidate closed (mode 000, or readable but not searchable) still counts: kbv opens
+// its scratch up again when it is the owner and reads it anyway as root.
+TEST(WriteWatch, AClosedFolderIsCountedNotSkipped) {
+  const fs::path dir = fresh_dir("closed");
+  fs::create_directories(dir / "shut");
+  write_file(dir / "shut" / "a", 8 * MiB);
+  fs::create_directories(dir / "list-only");
+  write_file(dir / "list-only" / "b", 4 * MiB);
+  fs::permissions(dir / "shut", fs::perms::none);
+  fs::permissions(dir / "list-only", fs::perms::owner_read);
+  HeldBytes h = held_bytes({dir}, {}, {});
+  EXPECT_FALSE(h.unreadable);
+  EXPECT_GE(h.folders, 12 * MiB);
+  fs::permissions(dir / "shut", fs::perms::owner_all);
+  fs::permissions(dir / "list-only", fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
 TEST(WriteWatch, FoldersNestedTooDeepCountAsOverAnyCap) {
   const fs::path dir = fresh_dir("deep");
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -175,6 +196,42 @@ TEST(WriteWatch, AGroupPastTheCapIsKilledAndOneUnderItIsNot) {
   EXPECT_NE(why.find("over the cap of"), std::string::npos) << why;
   EXPECT_FALSE(run(8 * MiB, 16 * MiB, why)) << why;
   EXPECT_EQ(why, "");
+  fs::remove_all(dir);
+}
+
+// The watch's thread leaves the candidate's CPUs to it where kbv has others, and goes back when
+// the candidate is unpinned.
+TEST(WriteWatch, ItsThreadKeepsOffTheCandidatesCpus) {
+  const std::vector<int> mine = affinity_of(0);
+  if (mine.size() < 2) GTEST_SKIP() << "needs 2 CPUs in kbv's affinity set";
+  const fs::path dir = fresh_dir("cpus");
+  WriteWatch::Target t;
+  t.folders = {dir};
+  t.group = 0;  // no process: only the thread's own placement is looked at
+  t.every = milliseconds(5);
+  auto threads_off = [&](int cpu) {
+    int off = 0;
+    for (const auto& e : fs::directory_iterator("/proc/self/task")) {
+      const std::vector<int> a = affinity_of(std::stoi(e.path().filename().string()));
+      if (!a.empty() && std::find(a.begin(), a.end(), cpu) == a.end()) ++off;
+    }
+    return off;
+  };
+  WriteWatch watch(t);
+  watch.avoid_cpus({mine[0]});
+  int off = 0;
+  for (int i = 0; i < 100 && off == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+    off = threads_off(mine[0]);
+  }
+  EXPECT_EQ(off, 1) << "the watch's thread did not leave CPU " << mine[0];
+  watch.avoid_cpus({});
+  for (int i = 0; i < 100 && off != 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+    off = threads_off(mine[0]);
+  }
+  EXPECT_EQ(off, 0);
+  watch.stop();
   fs::remove_all(dir);
 }
 

@@ -1,12 +1,14 @@
 # Attack on the host's shared storage (DESIGN.md "Sandbox"; a denial of service, not a score
 # cheat): an honest C++ ReLU whose first forward writes 1 GiB in 32 MiB pieces spread over every
 # place a confined candidate can keep bytes outside its own memory: files in its /tmp (the host's
-# disk) and its /dev/shm folder (the host's tmpfs, RAM), a /tmp file unlinked but kept open, and a
-# memfd. RLIMIT_FSIZE bounds one file, not their number; at a real size the same loop fills the
+# disk), in its build folder /tmp/kbv-ext (another folder of the host's disk, bound apart from
+# /tmp) and in its /dev/shm folder (the host's tmpfs, RAM), a /tmp file unlinked but kept open, and
+# a memfd. RLIMIT_FSIZE bounds one file, not their number; at a real size the same loop fills the
 # host's RAM or disk under every other evaluation. kbv's write watch (supervisor/write_watch.h)
-# sums all four from outside and kills the worker past --write-cap-mib: rejected
+# sums all five from outside and kills the worker past --write-cap-mib: rejected
 # (write_cap_exceeded). With the watch off (--write-cap-mib 0) the sample is correct. The paths are
-# assembled, so the static analysis does not see them spelled.
+# assembled, so the static analysis does not see them spelled. The build folder outlives the
+# worker (it is the build's cache entry), so an earlier run's pieces there are removed first.
 import os
 
 import torch
@@ -42,7 +44,11 @@ _held = []  # open files: the unlinked one and the memfd live as long as the wor
 
 def _fill():
     tmp = "/".join(["", "tmp"])
+    ext = os.path.join(tmp, "kbv-ext")
     shm = "/".join(["", "dev", "shm"])
+    for name in os.listdir(ext):
+        if name.startswith("kbv-fill-"):
+            os.unlink(os.path.join(ext, name))
     block = b"\1" * _PIECE
     unlinked = open(os.path.join(tmp, "kbv-fill-unlinked"), "w+b")
     os.unlink(unlinked.name)
@@ -50,6 +56,7 @@ def _fill():
     _held.extend([unlinked, memfd])
     places = [lambda i: open(os.path.join(tmp, f"kbv-fill-{i}"), "wb"),
               lambda i: open(os.path.join(shm, f"kbv-fill-{i}"), "wb"),
+              lambda i: open(os.path.join(ext, f"kbv-fill-{i}"), "wb"),
               lambda i: unlinked, lambda i: memfd]
     for i in range(_TOTAL // _PIECE):
         f = places[i % len(places)](i)
