@@ -216,7 +216,6 @@ void WriteWatch::run() {
         t_.reference > 0 ? shm_mapped_bytes(t_.reference).value_or(std::map<std::string, uint64_t>{})
                          : std::map<std::string, uint64_t>{};
     const HeldBytes held = held_bytes(t_.folders, exempt, group_processes(t_.group, t_.pid_ns));
-    if (held.total() > peak_.load()) peak_.store(held.total());
     lock.lock();
     if (stopping_) break;
     if (held.total() > t_.cap) {

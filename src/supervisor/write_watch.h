@@ -5,7 +5,6 @@
 // processes keep open or mapped after unlinking them (memfds, SysV segments); past the cap it kills
 // the worker's processes and says so.
 #pragma once
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -65,13 +64,10 @@ class WriteWatch {
   void avoid_cpus(std::vector<int> cpus);
   // Why it killed the worker, or "" while it has not.
   std::string tripped() const;
-  // The most it saw held at one look.
-  uint64_t peak() const { return peak_.load(); }
 
  private:
   void run();
   Target t_;
-  std::atomic<uint64_t> peak_{0};
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
