@@ -13,12 +13,13 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 #include <set>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "util/fs.h"
 #include "util/sched.h"
 #include "util/subprocess.h"
 
@@ -121,7 +122,8 @@ void count_unlinked(int pid, std::set<std::pair<uint64_t, uint64_t>>& seen, Held
     ::closedir(d);
   }
   // Mapped and closed: its maps line has the device and inode, and its length bounds what is held.
-  std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+  // Read with read(2) (util/fs.h), never an istream: a process that ends meanwhile fails the read.
+  std::istringstream maps(read_file(fmt::format("/proc/{}/maps", pid)).text);
   for (std::string line; std::getline(maps, line);) {
     const size_t slash = line.find('/');
     if (slash == std::string::npos || !unlinked_file(line.substr(slash))) continue;
@@ -141,8 +143,9 @@ std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<d
 
 std::optional<std::map<std::string, uint64_t>> shm_mapped_bytes(int pid) {
   std::map<std::string, uint64_t> bytes;
-  std::ifstream maps(fmt::format("/proc/{}/maps", pid));
-  if (!maps) return std::nullopt;
+  FileText text = read_file(fmt::format("/proc/{}/maps", pid));
+  if (!text.ok) return std::nullopt;
+  std::istringstream maps(text.text);
   const std::string folder = "/dev/shm/";
   for (std::string line; std::getline(maps, line);) {
     const size_t at = line.find(folder);

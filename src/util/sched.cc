@@ -17,6 +17,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/fs.h"
+
 namespace kbv {
 namespace {
 
@@ -215,8 +217,9 @@ std::vector<int> group_members(int group) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const int pid = std::atoi(entry.path().filename().c_str());
     if (pid <= 0) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // read(2), never an istream: a process that ends between open and read makes read fail with
+    // ESRCH, which libstdc++'s filebuf throws through an istreambuf_iterator (it crashed kbv).
+    const std::string stat = read_file(entry.path() / "stat").text;
     // pid (comm) state ppid pgrp ...: the name may hold spaces and parentheses, so from the last ')'.
     const size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
