@@ -91,10 +91,11 @@ void CommonFlags::add(CLI::App* app) {
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
   app->add_option("--write-cap-mib", write_cap_mib,
-                  "what a confined candidate's files may hold at once, in MiB: its /tmp and /dev/shm folders and the "
-                  "files it keeps open or mapped after unlinking them, summed every 250 ms; past it the worker is killed "
+                  "what a confined candidate's files may hold at once, in MiB: its /tmp and /dev/shm folders, what it "
+                  "adds to its build folder (/tmp/kbv-ext) and the files it keeps open or mapped after unlinking them, "
+                  "summed every 250 ms; past it the worker is killed "
                   "and the sample rejected (write_cap_exceeded). 0: unwatched")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
+      ->check(CLI::Range(uint64_t{0}, kbv::kMaxWriteCapMib))
       ->capture_default_str();
   app->add_option("--python", python, "Python with torch 2.11 for the workers (default: KBV_PYTHON or the build's)");
   app->add_option("--cache-dir", cache_dir, "build cache and worker logs (default: KBV_CACHE_DIR or ~/.cache/kbv)");

@@ -75,7 +75,7 @@ std::unique_ptr<ServeCommand> add_serve_command(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--write-cap-mib", f->write_cap_mib,
                 "what a confined candidate's files may hold at once, in MiB (as kbv eval --write-cap-mib)")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
+      ->check(CLI::Range(uint64_t{0}, kbv::kMaxWriteCapMib))
       ->capture_default_str();
   s->add_option("--timeout-build", f->timeouts.build_s, "seconds to compile a candidate (clients may ask for less)")
       ->capture_default_str()

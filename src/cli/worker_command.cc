@@ -334,7 +334,7 @@ std::unique_ptr<WorkerCommand> add_worker_command(CLI::App& app, WorkerHooks hoo
       ->capture_default_str();
   sub->add_option("--write-cap-mib", flags->host.write_cap_mib,
                   "what a confined candidate's files may hold at once, in MiB, for every job (as kbv eval --write-cap-mib)")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
+      ->check(CLI::Range(uint64_t{0}, kbv::kMaxWriteCapMib))
       ->capture_default_str();
   command->app = sub;
   command->run = [flags, hooks = std::move(hooks)] { return run_worker(*flags, hooks); };

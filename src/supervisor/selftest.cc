@@ -113,7 +113,7 @@ SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
     if (auto r = e.find("flaky_reruns"); r != e.end() && r->is_number_integer() && r->get<int>() >= 0)
       o.protocol.flaky_reruns = r->get<int>();
     // "write_cap_mib": an attack on the host's storage shown at a size that is cheap to write.
-    if (auto w = e.find("write_cap_mib"); w != e.end() && w->is_number_unsigned() && w->get<uint64_t>() < (uint64_t{1} << 30))
+    if (auto w = e.find("write_cap_mib"); w != e.end() && w->is_number_unsigned() && w->get<uint64_t>() <= kMaxWriteCapMib)
       o.worker.write_cap_bytes = w->get<uint64_t>() << 20;
     return o;
   };

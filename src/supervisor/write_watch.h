@@ -21,6 +21,8 @@ namespace kbv {
 // The default cap (--write-cap-mib): a candidate's scratch files, shared-memory files and unlinked
 // files together.
 inline constexpr uint64_t kDefaultWriteCapBytes = uint64_t{4} << 30;
+// The largest --write-cap-mib accepted (1 PiB): the cap in bytes stays far from uint64's end.
+inline constexpr uint64_t kMaxWriteCapMib = uint64_t{1} << 30;
 
 // The bytes of /dev/shm files process `pid` maps, by file name (a mapping's length, summed): a
 // worker maps every buffer it exports until it releases it. nullopt when its maps cannot be read.
