@@ -142,6 +142,7 @@ nlohmann::json TimingProtocol::to_json() const {
   if (statistic != kbv.statistic) j["statistic"] = statistic;
   if (l2_flush != kbv.l2_flush) j["l2_flush"] = l2_flush;
   if (loop != kbv.loop) j["loop"] = loop;
+  if (baseline_worker != kbv.baseline_worker) j["baseline_worker"] = baseline_worker;
   return j;
 }
 

@@ -149,7 +149,12 @@ struct TimingProtocol {
   // or "upstream" (time_execution_with_cuda_event: the inputs as the previous call left them, the
   // sample the cuda-event time; a disagreement is still counted and warned about).
   std::string loop = "kbv";
-  // statistic, l2_flush and loop are written in to_json only where they differ from kbv's, so the
+  // Where CPU paired rounds time the fp32 and tf32 baselines (--baseline-worker): "twin" (a
+  // candidate-kind worker whose ModelNew is the problem's Model, confined, loaded and served as the
+  // candidate's is: docs/TIMING.md "The baselines' twin") or "reference" (the reference worker, as
+  // before 2026-12-07). Unpaired, compile and GPU baselines are timed by the reference either way.
+  std::string baseline_worker = "twin";
+  // statistic, l2_flush, loop and baseline_worker are written in to_json only where they differ from kbv's, so the
   // hash of kbv's protocol (and its stored records' resume keys and cached baselines) stays.
   nlohmann::json to_json() const;
 };

@@ -166,6 +166,7 @@ KBV_FIELDS(TimeCandidateRequest) {
   v("spot_per_output", m.spot_per_output);
   v("spot_max_calls", m.spot_max_calls);
   v("marks", m.marks);
+  v("baseline_mode", m.baseline_mode);
 }
 KBV_FIELDS(TimeReply) {
   v("method", m.method);

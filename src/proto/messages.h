@@ -40,6 +40,10 @@ struct Failure {
   std::string message;
   std::string traceback;  // "" when there is none (then not on the wire)
 };
+// The failure kind of a candidate-kind worker's timing request whose shared input file was
+// replaced under its name since the reference exported it (worker/transfer.h ReplacedFile): only a
+// candidate sharing the folder can have done it (T17, docs/TIMING.md "The baselines' twin").
+inline constexpr const char* kSharedBufferReplaced = "shared_buffer_replaced";
 // {"ok": true}: a reply with no fields.
 struct Done {};
 
@@ -215,6 +219,10 @@ struct TimeCandidateRequest {
   // Mark every call's interval on the reply channel (DrawAsk::mark "start" just before it, "end"
   // just after it): the supervisor's own clock between the two bounds the reported sample.
   bool marks = false;
+  // Sent only to the baselines' twin (a candidate-kind worker whose ModelNew is the problem's Model,
+  // docs/TIMING.md "The baselines' twin"): the matmul precision of baseline mode "fp32" or "tf32"
+  // for its calls, "fp32" after. Empty: as the worker's code left it.
+  std::string baseline_mode;
 };
 // Raw samples and what was seen while taking them (worker/timing.h TimingRun); the supervisor
 // computes the statistics.

@@ -72,12 +72,8 @@ void note_shared_cpus(Record& record, const std::optional<CpuLease>& lease) {
         "CPU leases (util/sched.h CpuLease)", ""));
 }
 
-// 3. The candidate worker, in its own process, with the extension cache of its build; null (the
-// record says why) when it cannot start.
-std::unique_ptr<WorkerProcess> start_candidate_worker(Record& record, const Pair& pair, const EvalOptions& options,
-                                                      const Environment& env, const BuildResult& built,
-                                                      ReferenceHost& reference, WorkerProcess* ref) {
-  std::string error;
+// A candidate worker's environment: the device's, the build's, the pair's thread budget.
+std::map<std::string, std::string> candidate_env(const EvalOptions& options, const BuildResult& built) {
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
   for (const auto& [k, v] : built.env) env_vars[k] = v;  // the build's CXX: torch's up-to-date check holds
@@ -88,6 +84,16 @@ std::unique_ptr<WorkerProcess> start_candidate_worker(Record& record, const Pair
     env_vars["OMP_NUM_THREADS"] = n;
     env_vars["MKL_NUM_THREADS"] = n;
   }
+  return env_vars;
+}
+
+// 3. The candidate worker, in its own process, with the extension cache of its build; null (the
+// record says why) when it cannot start.
+std::unique_ptr<WorkerProcess> start_candidate_worker(Record& record, const Pair& pair, const EvalOptions& options,
+                                                      const Environment& env, const BuildResult& built,
+                                                      ReferenceHost& reference, WorkerProcess* ref) {
+  std::string error;
+  const auto env_vars = candidate_env(options, built);
   // A pre-started worker of this reference's pool when one is waiting (--warm-workers), else a new one.
   bool warm = false;
   auto cand = reference.warm().take(options.worker, env_vars, {pair.solution_path, ref, built.read},
@@ -102,6 +108,20 @@ std::unique_ptr<WorkerProcess> start_candidate_worker(Record& record, const Pair
   return cand;
 }
 
+// What a candidate worker is loaded with: `code` as module `path`, ModelNew built as the reference's Model was.
+msg::LoadRequest load_request(const std::string& path, const std::string& code, const EvalOptions& options,
+                              const Environment& env, const msg::LoadProblemReply& load_reply) {
+  msg::LoadRequest load;
+  load.path = path;
+  load.code = code;
+  load.device = env.device;
+  load.cpu_threads = options.cpu.threads;  // the pair's budget (0: none, as they are)
+  load.init_inputs = load_reply.init_inputs;
+  load.precision = options.protocol.precision;
+  load.seed = options.protocol.construction_seed;
+  return load;
+}
+
 // The candidate's code loaded into its worker (ModelNew constructed); the worker's reply.
 Reply load_candidate_worker(WorkerProcess& cand, const Pair& pair, const SolutionSource& solution,
                             const EvalOptions& options, const Environment& env, const BuildResult& built,
@@ -111,22 +131,49 @@ Reply load_candidate_worker(WorkerProcess& cand, const Pair& pair, const Solutio
   std::optional<FileLock> ext_lock;
   ext_lock.emplace(built.extensions_dir.parent_path() / ".kbv-lock");
   if (ext_lock->ok()) remove_stale_torch_locks(built.extensions_dir);
-  msg::LoadRequest load;
-  load.path = python_path(pair.solution_path);
-  load.code = solution.code;
-  load.device = env.device;
-  load.cpu_threads = options.cpu.threads;  // the pair's budget (0: none, as they are)
-  load.init_inputs = load_reply.init_inputs;
-  load.precision = options.protocol.precision;
-  load.seed = options.protocol.construction_seed;
-  Reply r = cand.call(msg::to_json(load), ms(options.timeouts.load_s + options.timeouts.build_s));
+  Reply r = cand.call(msg::to_json(load_request(python_path(pair.solution_path), solution.code, options, env, load_reply)),
+                      ms(options.timeouts.load_s + options.timeouts.build_s));
   reply_as<msg::LoadCandidateReply>(r);
   return r;
 }
 
+// The baselines' twin (timing_phase.h BaselineTwin), for a candidate whose checks all passed: a
+// candidate worker taken, pinned and loaded as the candidate's was (from the same pool, with the
+// same environment and sandbox), its solution the problem's own source with `ModelNew` = `Model`.
+// Null, with `error`, when it cannot start or load: the baselines are then the reference's.
+std::unique_ptr<WorkerProcess> start_baseline_twin(Record& record, const Pair& pair, const EvalOptions& options,
+                                                   const Environment& env, const BuildResult& built,
+                                                   ReferenceHost& reference, WorkerProcess* ref,
+                                                   const msg::LoadProblemReply& load_reply, std::string& error) {
+  FileText problem = pair.problem_text ? *pair.problem_text : read_file(pair.problem_path);
+  if (!problem.ok) {
+    error = "reading the problem for its twin: " + problem.error;
+    return nullptr;
+  }
+  bool warm = false;
+  auto twin = reference.warm().take(options.worker, candidate_env(options, built), {pair.solution_path, ref, built.read},
+                                    ms(options.timeouts.load_s), warm, error);
+  if (!twin) {
+    error = "starting the baselines' twin: " + error;
+    return nullptr;
+  }
+  pin_to_budget(record, *twin, "baselines' twin", options);
+  const std::string code = problem.text + "\n\n# kbv: the baselines' twin (docs/TIMING.md)\nclass ModelNew(Model):\n    pass\n";
+  Reply r = twin->call(msg::to_json(load_request(python_path(pair.problem_path), code, options, env, load_reply)),
+                       ms(options.timeouts.load_s));
+  if (!reply_as<msg::LoadCandidateReply>(r)) {
+    const WorkerFailure f = worker_failure(r);
+    error = "loading the problem's Model into its twin: " + (f.message.empty() ? f.detail : f.message);
+    twin->stop();
+    return nullptr;
+  }
+  return twin;
+}
+
 // 5. Runtime audits, 5b. memory and 6. timing, for a candidate whose every check passed.
 void after_checks(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
-                  WorkerProcess& ref, WorkerProcess& cand, SeedSource& seeds, const CheckTally& t, PhaseClock& clock) {
+                  WorkerProcess& ref, WorkerProcess& cand, SeedSource& seeds, const CheckTally& t, PhaseClock& clock,
+                  const BaselineTwin& twin) {
   const Protocol& p = options.protocol;
   const int passed = t.passed, total = t.total;
   // 5. Runtime audits (docs/POLICY.md) once every check passed: what ran, threads, aliasing,
@@ -154,7 +201,7 @@ void after_checks(Record& record, const Pair& pair, const EvalOptions& options, 
   decide_checks(record, passed, total, t.first_failure);
   // 6. Timing (src/supervisor/timing_phase.h): only a correct candidate is timed.
   if (record.verdict == Verdict::correct && p.timing.enabled) {
-    timing_phase(record, pair, options, env, ref, cand);
+    timing_phase(record, pair, options, env, ref, cand, twin);
     clock.done(record, "timing");
   }
   record.seconds = clock.seconds();  // the memory phase's too when nothing is timed
@@ -177,11 +224,19 @@ void run_candidate(Record& record, const Pair& pair, const EvalOptions& options,
   // 4. Trials x distributions, each a fresh draw from its own seed (pair_checks.cc).
   SeedSource seeds(options.protocol.seed);
   const CheckTally checked = correctness_checks({record, pair, options, reference, ref, cand}, seeds);
+  // The baselines' twin, taken before the pool settles: its replacement is started by then too.
+  std::unique_ptr<WorkerProcess> twin;
+  BaselineTwin baseline_twin;
+  if (!checked.stopped && checked.passed == checked.total && checked.total > 0 && wants_baseline_twin(options, env)) {
+    twin = start_baseline_twin(record, pair, options, env, built, reference, &ref, load_reply, baseline_twin.error);
+    baseline_twin.worker = twin.get();
+  }
   if (!checked.stopped) reference.warm().settle(ms(options.timeouts.load_s));  // none starting while it is measured
   record.seconds = clock.seconds();
   clock.done(record, "checks");
   if (checked.stopped) return;
-  after_checks(record, pair, options, env, ref, cand, seeds, checked, clock);
+  after_checks(record, pair, options, env, ref, cand, seeds, checked, clock, baseline_twin);
+  if (twin) twin->stop();
 }
 
 // A confined candidate killed for what its files held (supervisor/write_watch.h): rejected, whatever

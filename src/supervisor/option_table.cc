@@ -133,6 +133,12 @@ std::vector<EvalOption> make_table() {
                                   "at most {})",
                                   kDefaultTimingPairs, kMaxTimingPairs),
                       [](const json& v, EvalOptions& o) { o.protocol.timing.pairs = v.get<int>(); }));
+  // No fill: absent means twin, so the job keys of options given before this one stay.
+  t.push_back(choice("baseline_worker", {"twin", "reference"}, "",
+                     "CPU paired rounds: time the fp32 and tf32 baselines in a twin (a candidate-kind worker whose "
+                     "ModelNew is the problem's Model, so both sides run in the same kind of process; the default) or "
+                     "in the reference worker (docs/TIMING.md \"The baselines' twin\")",
+                     [](const json& v, EvalOptions& o) { o.protocol.timing.baseline_worker = v.get<std::string>(); }));
   t.push_back(numeric("cpu_threads", K::whole, 0, 4096,
                       fmt::format("CPU: threads for the candidate and the baselines alike, both pinned to the same "
                                   "set of that many CPUs, picked by kbv (default {}; 0: every CPU kbv may run on; "

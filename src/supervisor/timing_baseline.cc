@@ -49,7 +49,8 @@ std::string baseline_key(const std::string& problem_text, const EvalOptions& opt
   t.baselines.clear();  // which baselines a run asks for does not change one baseline's time
   t.spot_per_output = 0;
   t.spot_max_calls = 0;
-  t.pairs = 0;  // cached baselines are unpaired ones
+  t.pairs = 0;  // cached baselines are unpaired ones, timed by the reference
+  t.baseline_worker = TimingProtocol{}.baseline_worker;
   t.statistic = TimingProtocol{}.statistic;  // an entry keeps every statistic: reading another re-times nothing
   if (env.device != "cuda") t.launch_hold_us = 0;  // the hold is a GPU kernel: the CPU engine has none
   // The CPU thread budget as the evaluation resolved it (0 means every CPU, whose count differs

@@ -123,7 +123,8 @@ void CallOrder::served() {
 }
 
 CandidateRun run_candidate(const EvalOptions& options, const Environment& env, WorkerProcess& reference,
-                           WorkerProcess& candidate, const msg::TimeInputsReply& sets, SeedSource& spot_seeds) {
+                           WorkerProcess& candidate, const msg::TimeInputsReply& sets, SeedSource& spot_seeds,
+                           const std::string& baseline_mode) {
   const TimingProtocol& tp = options.protocol.timing;
   msg::TimeCandidateRequest req;
   req.timing = rule_request(options);
@@ -141,6 +142,7 @@ CandidateRun run_candidate(const EvalOptions& options, const Environment& env, W
   req.spot_per_output = tp.spot_per_output;
   req.spot_max_calls = tp.spot_max_calls;
   req.marks = true;
+  req.baseline_mode = baseline_mode;
   run.log.order = CallOrder(tp.fresh);
   run.log.max_calls = int64_t{tp.rule.warmup} + tp.rule.max_samples + tp.rule.max_discards;
   // On the CPU, what other processes ran meanwhile (the reference serving draws is ours).
@@ -190,7 +192,16 @@ std::string run_failure(Record& record, const CandidateRun& run, const std::stri
   }
   if (!run.timed) {
     std::string message = "while timing the candidate: " + reply_message(run.reply);
-    fail_timing(record, worker_failure(run.reply), message);
+    const WorkerFailure failure = worker_failure(run.reply);
+    if (failure.status == WorkerFailure::Status::failed && failure.kind == msg::kSharedBufferReplaced) {
+      // A shared input file replaced under its name since the reference made it: only the candidate
+      // shares that folder, and a replaced file would feed the baselines' twin values of its choosing.
+      record.findings.push_back(make_finding(msg::kSharedBufferReplaced, reject, message,
+                                             "the timing inputs' shared files", "T17"));
+      if (!reject_on_findings(record)) fail_timing(record, failure, message);  // a protocol that only warns
+      return message;
+    }
+    fail_timing(record, failure, message);
     return message;
   }
   return "";

@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "measure/interval.h"
 #include "measure/statistic.h"
@@ -96,8 +99,10 @@ struct PairedContext {
   const Environment& env;
   WorkerProcess& reference;
   WorkerProcess& candidate;
+  const BaselineTwin& twin;
   const msg::TimeInputsReply& sets;
   SeedSource& spot_seeds;
+  SeedSource& twin_seeds;  // the twin's draws and spot choices, apart from the candidate's
   const std::string& reject;
 };
 
@@ -109,6 +114,9 @@ struct PairedRounds {
   std::map<std::string, std::vector<PairedRound>> paired;  // per baseline mode
   std::map<std::string, double> base_others;
   std::map<std::string, json> base_parity;  // per baseline mode: its worker's threads and cpus
+  std::map<std::string, std::string> base_worker;  // per baseline mode: "twin" or "reference"
+  // Modes whose twin computed other outputs than the reference: no speedup (twin_block).
+  std::set<std::string> withdrawn;
   double cand_others = -1, sampling_s = 0;
   BlockChecks checks;
   json budget = json::object();  // the CPU thread budget as the candidate's blocks left it (T25)
@@ -153,6 +161,63 @@ void candidate_block(const PairedContext& c, PairedRounds& all, Round& rd) {
   all.cand_replies.push_back(cr);
 }
 
+// One baseline block: its worker's reply, and the cores other processes used meanwhile (-1: unknown).
+struct BaselineBlock {
+  msg::TimeReply reply;
+  double others = -1;
+};
+
+// A baseline block in the reference worker (measure_baseline).
+std::optional<BaselineBlock> reference_block(const PairedContext& c, const Round& rd, const std::string& mode,
+                                              std::string& error) {
+  std::optional<json> entry = measure_baseline(c.reference, rd.block, mode, c.env.device != "cuda", error, rd.r);
+  if (!entry) return std::nullopt;
+  BaselineBlock block;
+  msg::TimeReply& reply = block.reply;
+  reply.samples_ms = (*entry)["samples_ms"].get<std::vector<double>>();
+  const json& run = (*entry)["run"];
+  if (run.contains("discarded_ms") && run["discarded_ms"].is_array())
+    reply.discarded_ms = run["discarded_ms"].get<std::vector<double>>();
+  reply.overhead_ms = run.value("overhead_ms", 0.0);
+  reply.host_call_ms = run.value("host_call_ms", -1.0);
+  const json& st = (*entry)["stats"];
+  if (st.contains("threads")) reply.threads = st["threads"].get<int>();
+  if (st.contains("cpus")) reply.cpus = st["cpus"].get<std::string>();
+  block.others = st.value("host_other_cores", -1.0);
+  return block;
+}
+
+// A baseline block in the twin: the candidate's timed run (run_candidate) with the problem's Model
+// as its ModelNew, under the mode's matmul precision, its outputs spot-checked as the candidate's
+// are. The twin maps its inputs from the folder it shares with the reference and the candidate, so
+// a candidate that swapped a shared file there before it was frozen could feed the twin other
+// values (denormals, to slow it): the spot checks then fail and the block counts for nothing. A
+// twin that cannot be timed or checked gives no block (`error` says why), never a finding against
+// the candidate; the mode's speedup is withdrawn (`withdrawn`) once it was fed other values.
+std::optional<BaselineBlock> twin_block(const PairedContext& c, const Round& rd, const std::string& mode,
+                                        std::string& error, bool& withdrawn) {
+  CandidateRun run = run_candidate(rd.block, c.env, c.reference, *c.twin.worker, c.sets, c.twin_seeds, mode);
+  Record scratch;
+  if (std::string why = run_failure(scratch, run, "reject"); !why.empty()) {
+    error = fmt::format("timing the {} baseline in its twin: {}", mode, why);
+    return std::nullopt;
+  }
+  json checks = json::object();
+  spot_check_calls(scratch, checks, run, stats_of_reply(*run.timed), rd.block, c.reference, c.twin_seeds, "reject");
+  if (checks.contains("spot_checks") && checks["spot_checks"].contains("error")) {
+    error = fmt::format("spot-checking the {} baseline's twin: {}", mode, checks["spot_checks"]["error"].get<std::string>());
+    return std::nullopt;
+  }
+  if (!scratch.findings.empty()) {
+    withdrawn = true;
+    error = fmt::format("the {} baseline's twin computed other outputs than the reference on its timing draws ({}): "
+                        "its shared inputs were changed",
+                        mode, scratch.findings.front().message);
+    return std::nullopt;
+  }
+  return BaselineBlock{*run.timed, run.others >= 0 ? std::round(run.others * 100) / 100 : -1.0};
+}
+
 void baseline_blocks(const PairedContext& c, PairedRounds& all, Round& rd) {
   // Nothing of the candidate runs while the baselines are timed; the reference as kbv spawned it.
   const int frozen = c.candidate.freeze();
@@ -163,30 +228,30 @@ void baseline_blocks(const PairedContext& c, PairedRounds& all, Round& rd) {
   restore_reference(c.record, c.reference);
   json modes = json::object();
   for (const auto& mode : c.options.protocol.timing.baselines) {
+    if (all.withdrawn.count(mode)) continue;
     std::string error;
     const double t0 = epoch_s();
-    std::optional<json> entry = measure_baseline(c.reference, rd.block, mode, c.env.device != "cuda", error, rd.r);
-    rd.blocks.push_back({{"side", mode}, {"start_s", t0}, {"end_s", epoch_s()}, {"frozen", frozen}});
-    if (!entry) {
+    const bool twin = c.twin.worker && mode != "compile";
+    bool withdrawn = false;
+    std::optional<BaselineBlock> block =
+        twin ? twin_block(c, rd, mode, error, withdrawn) : reference_block(c, rd, mode, error);
+    if (withdrawn) all.withdrawn.insert(mode);
+    rd.blocks.push_back({{"side", mode}, {"start_s", t0}, {"end_s", epoch_s()}, {"frozen", frozen},
+                         {"worker", twin ? "twin" : "reference"}});
+    if (!block) {
       all.baseline_errors[mode] = error;
       continue;
     }
-    msg::TimeReply reply;
-    reply.samples_ms = (*entry)["samples_ms"].get<std::vector<double>>();
-    const json& run = (*entry)["run"];
-    if (run.contains("discarded_ms") && run["discarded_ms"].is_array())
-      reply.discarded_ms = run["discarded_ms"].get<std::vector<double>>();
-    reply.overhead_ms = run.value("overhead_ms", 0.0);
-    reply.host_call_ms = run.value("host_call_ms", -1.0);
-    rd.base_ms[mode] = reply.samples_ms;
-    all.base_replies[mode].push_back(reply);
-    const json& st = (*entry)["stats"];
-    for (const char* k : {"threads", "cpus"})  // the reference's own report (thread parity)
-      if (st.contains(k)) all.base_parity[mode][k] = st[k];
-    if (st.contains("host_other_cores"))
-      all.base_others[mode] = std::max(all.base_others.count(mode) ? all.base_others[mode] : 0.0,
-                                       st["host_other_cores"].get<double>());
-    modes[mode] = st.value("median_ms", 0.0);
+    const msg::TimeReply* reply = &block->reply;
+    rd.base_ms[mode] = reply->samples_ms;
+    all.base_replies[mode].push_back(*reply);
+    all.base_worker[mode] = twin ? "twin" : "reference";
+    // The timed worker's own report (thread parity)
+    if (reply->threads) all.base_parity[mode]["threads"] = *reply->threads;
+    if (reply->cpus) all.base_parity[mode]["cpus"] = *reply->cpus;
+    if (block->others >= 0)
+      all.base_others[mode] = std::max(all.base_others.count(mode) ? all.base_others[mode] : 0.0, block->others);
+    modes[mode] = stats_of_reply(*reply).median_ms;
   }
   rd.round["baselines_ms"] = modes;
 }
@@ -225,12 +290,14 @@ void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs, co
                             std::map<std::string, PairedSpeedup>& by_mode) {
   json baselines = json::object(), speedup = json::object(), pooled = json::object(), ci = json::object();
   for (const auto& [mode, replies] : all.base_replies) {
+    if (all.withdrawn.count(mode)) continue;  // its error says why
     const Stats bs = pooled_stats(replies);
     json st = bs.to_json();
     st["cached"] = false;
     st["blocks"] = replies.size();
     if (all.base_others.count(mode)) st["host_other_cores"] = std::round(all.base_others[mode] * 100) / 100;
     if (all.base_parity.count(mode)) st.update(all.base_parity[mode]);
+    if (all.base_worker.count(mode)) st["worker"] = all.base_worker[mode];
     baselines[mode] = st;
     const double bm = statistic_ms(bs, statistic), cm = statistic_ms(cs, statistic);
     if (bm > 0 && cm > 0) pooled[mode] = bm / cm;
@@ -251,10 +318,12 @@ void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs, co
 }  // namespace
 
 void timing_paired(Record& record, const EvalOptions& options, const Environment& env,
-                   WorkerProcess& reference, WorkerProcess& candidate, const msg::TimeInputsReply& sets,
-                   SeedSource& spot_seeds, const std::string& reject) {
+                   WorkerProcess& reference, WorkerProcess& candidate, const BaselineTwin& twin,
+                   const msg::TimeInputsReply& sets, SeedSource& spot_seeds, const std::string& reject) {
   const TimingProtocol& tp = options.protocol.timing;
-  const PairedContext c{record, options, env, reference, candidate, sets, spot_seeds, reject};
+  SeedSource twin_seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ 0x7477696eULL)
+                                              : std::nullopt);
+  const PairedContext c{record, options, env, reference, candidate, twin, sets, spot_seeds, twin_seeds, reject};
   PairedRounds all;
   for (int r = 0; r < tp.pairs && all.failure.empty(); ++r) {
     if (interrupted()) {
@@ -288,6 +357,19 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
   if (!claim) return end_unjudged(record, timing, options, reference);  // no speedup: see judge_call_bound
   std::map<std::string, PairedSpeedup> by_mode;
   write_pooled_baselines(timing, all, cs, tp.statistic, by_mode);
+  for (const std::string& mode : all.withdrawn)
+    record.findings.push_back(make_finding("baseline_twin_mismatch", "warn",
+                                           all.baseline_errors.value(mode, std::string()) +
+                                               "; no speedup against this baseline is claimed",
+                                           "timing.baseline_errors." + mode, ""));
+  if (!twin.error.empty()) {
+    timing["baseline_twin_error"] = twin.error;
+    record.findings.push_back(make_finding(
+        "baseline_twin_unavailable", "warn",
+        twin.error + "; the fp32 and tf32 baselines were timed in the reference worker instead, whose short CPU calls "
+                     "cost less than the same code's in a candidate's worker (docs/TIMING.md \"The baselines' twin\")",
+        "timing.baseline_twin_error", ""));
+  }
   timing["pairs"] = all.done;
   note_paired_rounds(record, by_mode, tp.pairs);
   note_host_busy(record, timing, all.cand_others);

@@ -85,8 +85,10 @@ struct CandidateRun {
 };
 
 // The candidate's timed run (op time_candidate), its asks on the reply channel served meanwhile.
+// `baseline_mode`: the run is the baselines' twin timing that mode (TimeCandidateRequest::baseline_mode).
 CandidateRun run_candidate(const EvalOptions& options, const Environment& env, WorkerProcess& reference,
-                           WorkerProcess& candidate, const msg::TimeInputsReply& sets, SeedSource& spot_seeds);
+                           WorkerProcess& candidate, const msg::TimeInputsReply& sets, SeedSource& spot_seeds,
+                           const std::string& baseline_mode = "");
 // Empty when the run can be judged; else why not, with the finding it earned in the record.
 std::string run_failure(Record& record, const CandidateRun& run, const std::string& reject);
 
@@ -176,9 +178,10 @@ void end_unjudged(Record& record, nlohmann::json& timing, const EvalOptions& opt
 // candidate block is checked as an unpaired run is (counts, wall, call bound, spot checks). While a
 // baseline block runs the candidate's worker and everything it started are stopped (SIGSTOP:
 // WorkerProcess::freeze) and the reference's scheduling is set back first (T17, T21). Baselines
-// are measured, never read from or written to the cache.
+// are measured, never read from or written to the cache; with a twin, its blocks time the fp32 and
+// tf32 baselines (the candidate frozen all the same), and the reference only compile's.
 void timing_paired(Record& record, const EvalOptions& options, const Environment& env,
-                   WorkerProcess& reference, WorkerProcess& candidate, const msg::TimeInputsReply& sets,
-                   SeedSource& spot_seeds, const std::string& reject);
+                   WorkerProcess& reference, WorkerProcess& candidate, const BaselineTwin& twin,
+                   const msg::TimeInputsReply& sets, SeedSource& spot_seeds, const std::string& reject);
 
 }  // namespace kbv

@@ -2,6 +2,7 @@
 // in order (paired rounds: timing_paired.cc), the record's timing and runtime fields, the summary line.
 #include "supervisor/timing_phase.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -74,13 +75,19 @@ void end_unjudged(Record& record, json& timing, const EvalOptions& options, Work
 }
 
 void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
-                          WorkerProcess& reference, WorkerProcess& candidate);
+                          WorkerProcess& reference, WorkerProcess& candidate, const BaselineTwin& twin);
+
+bool wants_baseline_twin(const EvalOptions& options, const Environment& env) {
+  const TimingProtocol& tp = options.protocol.timing;
+  if (env.device == "cuda" || !tp.enabled || tp.pairs <= 0 || tp.baseline_worker != "twin") return false;
+  return std::any_of(tp.baselines.begin(), tp.baselines.end(), [](const std::string& m) { return m != "compile"; });
+}
 
 void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
-                  WorkerProcess& reference, WorkerProcess& candidate) {
+                  WorkerProcess& reference, WorkerProcess& candidate, const BaselineTwin& twin) {
   // The candidate worker's reply is a claim from hostile code: a malformed one is a forged one.
   try {
-    timing_phase_checked(record, pair, options, env, reference, candidate);
+    timing_phase_checked(record, pair, options, env, reference, candidate, twin);
   } catch (const json::exception& e) {
     record.timing = Timing{};
     record.timing->error = std::string("malformed timing reply: ") + e.what();
@@ -94,7 +101,7 @@ void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, 
 }
 
 void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
-                          WorkerProcess& reference, WorkerProcess& candidate) {
+                          WorkerProcess& reference, WorkerProcess& candidate, const BaselineTwin& twin) {
   // The upstream protocols reproduce upstream, which has none of these checks: they only warn.
   const std::string reject = options.protocol.extra_checks;
   json timing = json::object();
@@ -110,7 +117,7 @@ void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& o
   SeedSource spot_seeds(options.protocol.seed ? std::optional<uint64_t>(*options.protocol.seed ^ 0x73706f74ULL)
                                               : std::nullopt);
   if (options.protocol.timing.pairs > 0)
-    return timing_paired(record, options, env, reference, candidate, *sets, spot_seeds, reject);
+    return timing_paired(record, options, env, reference, candidate, twin, *sets, spot_seeds, reject);
   CandidateRun run = run_candidate(options, env, reference, candidate, *sets, spot_seeds);
   if (std::string why = run_failure(record, run, reject); !why.empty()) return give_up(why);
   const msg::TimeReply& cr = *run.timed;

@@ -14,13 +14,24 @@
 
 namespace kbv {
 
+// The baselines' twin (docs/TIMING.md "The baselines' twin"): on the CPU, paired rounds time the
+// fp32 and tf32 baselines in a candidate-kind worker whose ModelNew is the problem's Model, started,
+// confined, pinned and loaded as the candidate's, its calls served as the candidate's are. `worker`
+// null: none (`error` says why, when one was wanted); the baselines are then the reference's.
+struct BaselineTwin {
+  WorkerProcess* worker = nullptr;
+  std::string error;
+};
+// Whether an evaluation under `options` on `env` times baselines in a twin.
+bool wants_baseline_twin(const EvalOptions& options, const Environment& env);
+
 // Times the candidate and the protocol's baselines; writes `timing`, `runtime`, `runtime_stats`
 // and timing findings into `record`; a rejecting finding makes the verdict `rejected`, a failure of
 // the candidate during timing makes it runtime_error/timeout/crashed. Once the candidate's timing
 // is over its worker is stopped (process group included), before the baselines and the device
 // calibration are timed (T17). Never throws.
 void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
-                  WorkerProcess& reference, WorkerProcess& candidate);
+                  WorkerProcess& reference, WorkerProcess& candidate, const BaselineTwin& twin = {});
 
 // What every timing request to a worker carries: the stop rule, the flush size and the launch hold.
 msg::TimingSettings rule_request(const EvalOptions& options);

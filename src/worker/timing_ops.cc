@@ -376,7 +376,13 @@ msg::TimeReply time_candidate(CandidateState& s, const msg::TimeCandidateRequest
     for (size_t i = 0; i < set.size(); ++i) {
       const json& a = set[i];
       if (a.is_object() && a.value("kind", "") == "tensor") {
-        tensors.push_back(t.transfers.import_tensor(a));
+        // The reference's files, which a candidate sharing the folder could have replaced: the
+        // exporter's own only (the baselines' twin reads them after the candidate's blocks).
+        try {
+          tensors.push_back(t.transfers.import_tensor(a, true));
+        } catch (const ReplacedFile& e) {
+          throw WorkerError{msg::kSharedBufferReplaced, e.what(), ""};
+        }
         if (k == 0) {
           t.tensor_pos.push_back(static_cast<int>(i));
           t.arg_template.push_back(py::none());
@@ -396,8 +402,23 @@ msg::TimeReply time_candidate(CandidateState& s, const msg::TimeCandidateRequest
   std::function<void(int, const char*)> mark;
   if (request.marks)
     mark = [&s](int index, const char* which) { ask_supervisor(s.in_fd, s.out_fd, msg::DrawAsk{index, which}); };
-  msg::TimeReply reply = time_callable(s.h, t, s.h.model, request.timing, prepare, &spot,
-                                       "ModelNew.forward raised during timing", mark);
+  // The baselines' twin: a baseline mode's precision, as time_reference sets it.
+  const std::string& mode = request.baseline_mode;
+  if (!mode.empty() && mode != "fp32" && mode != "tf32")
+    throw WorkerError{"protocol_error", "unknown baseline mode '" + mode + "' for a twin (fp32, tf32)", ""};
+  if (!mode.empty()) set_matmul_precision(mode);
+  msg::TimeReply reply;
+  try {
+    reply = time_callable(s.h, t, s.h.model, request.timing, prepare, &spot, "ModelNew.forward raised during timing",
+                          mark);
+  } catch (...) {
+    if (!mode.empty()) set_matmul_precision("fp32");
+    throw;
+  }
+  if (!mode.empty()) {
+    set_matmul_precision("fp32");
+    reply.mode = mode;
+  }
   reply.spot = spot.entries;
   return reply;
 }

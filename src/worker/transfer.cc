@@ -163,11 +163,15 @@ nlohmann::json TransferSet::export_tensor(const at::Tensor& tensor_in, at::Tenso
   if (bytes) std::memcpy(m.ptr, tensor.data_ptr(), bytes);
   handle["transport"] = "shm";
   handle["name"] = m.shm_name;
+  // The file's identity: an importer refuses a file of that name that is not this one (a peer that
+  // shares the folder may have unlinked it and made another: import_tensor).
+  struct stat own{};
+  if (fstat(fd, &own) == 0) handle["inode"] = static_cast<uint64_t>(own.st_ino);
   if (view) *view = at::from_blob(m.ptr, tensor.sizes(), tensor.options());
   return handle;
 }
 
-at::Tensor TransferSet::import_tensor(const nlohmann::json& handle) {
+at::Tensor TransferSet::import_tensor(const nlohmann::json& handle, bool same_file) {
   if (!handle.is_object() || handle.value("kind", "") != "tensor") fail("not a tensor handle");
   at::ScalarType type;
   if (!dtype_from_name(handle.value("dtype", ""), type)) fail("unknown dtype " + handle.value("dtype", ""));
@@ -206,6 +210,14 @@ at::Tensor TransferSet::import_tensor(const nlohmann::json& handle) {
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < alloc) {
     close(fd);
     fail(fmt::format("shared buffer {} is smaller than its handle says", name));
+  }
+  if (const auto ino = handle.find("inode"); same_file && ino != handle.end() &&
+                                             (!ino->is_number_unsigned() ||
+                                              ino->get<uint64_t>() != static_cast<uint64_t>(st.st_ino))) {
+    close(fd);
+    throw ReplacedFile(fmt::format(
+        "shared buffer {} is not the file its exporter made (inode {}, expected {}): it was replaced", name,
+        static_cast<uint64_t>(st.st_ino), ino->dump()));
   }
   m.ptr = mmap(nullptr, alloc, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);

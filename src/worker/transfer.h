@@ -4,6 +4,7 @@
 //               "bytes": N, "dtype": "float32", "sizes": [...]}
 #pragma once
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ std::string dtype_name(at::ScalarType type);
 bool dtype_from_name(const std::string& name, at::ScalarType& type);
 
 // Owns the buffers this process exported and the mappings it imported, until clear().
+// A shared file replaced under its name since it was exported (import_tensor's `same_file`).
+struct ReplacedFile : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class TransferSet {
  public:
   TransferSet() = default;
@@ -28,8 +34,11 @@ class TransferSet {
   // `view`, a tensor over the shared buffer (what the peer will see and may write to).
   // Throws std::runtime_error with a message on failure.
   nlohmann::json export_tensor(const at::Tensor& tensor, at::Tensor* view = nullptr);
-  // Maps a peer's handle. The tensor stays valid until clear(). Throws on a bad handle.
-  at::Tensor import_tensor(const nlohmann::json& handle);
+  // Maps a peer's handle. The tensor stays valid until clear(). Throws on a bad handle. With
+  // `same_file`, a CPU file of the handle's name that is not the one its exporter made (another
+  // inode than the handle's: a peer sharing the folder unlinked it and made another) throws
+  // ReplacedFile.
+  at::Tensor import_tensor(const nlohmann::json& handle, bool same_file = false);
   // What a judge reads of a peer (the reference of a candidate): a CPU handle's file read into
   // memory of this process, so that a peer that truncates its file makes a short read (thrown as an
   // error naming the buffer), never SIGBUS in the judge (examples/level1/19_ReLU/cpu_truncate_input.py).

@@ -1,5 +1,9 @@
 // End-to-end: a real worker (the kbv_worker module) answers malformed requests with a failed
 // reply naming what is wrong, and keeps serving (proto/messages.h, worker/worker.cc).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <string>
 
@@ -95,6 +99,76 @@ TEST(WorkerProtocol, InitInputsAreCastWhereTheProtocolSaysSo) {
     EXPECT_EQ(init[2]["dtype"], cast ? "float32" : "bool") << init.dump();
     w->stop();
   }
+}
+
+// A shared buffer's handle names the file its exporter made (its inode): a file put in its place
+// under the same name, by a peer sharing the folder that unlinked it and made another, is refused by
+// the importer. The baselines' twin maps the reference's timing buffers from the folder it shares
+// with the candidate, which could otherwise feed it values of its choosing (docs/TIMING.md "The
+// baselines' twin").
+TEST(WorkerProtocol, ASharedBufferReplacedUnderItsNameIsRefused) {
+  const std::string code =
+      "import torch\n"
+      "class Model(torch.nn.Module):\n"
+      "    def forward(self, x):\n"
+      "        return torch.relu(x)\n"
+      "def get_inputs():\n"
+      "    return [torch.randn(1024)]\n"
+      "def get_init_inputs():\n"
+      "    return []\n";
+  kbv::WorkerConfig config = kbv::default_worker_config("");
+  config.log_dir = kbv::e2e::scratch_dir("worker_protocol", "replaced");
+  std::string error;
+  auto ref = kbv::WorkerProcess::start("reference", config, {}, error);
+  ASSERT_TRUE(ref) << error;
+  kbv::msg::LoadRequest load;
+  load.path = "/tmp/kbv_replaced_buffer_problem.py";
+  load.code = code;
+  kbv::Reply r = ref->call(kbv::msg::to_json(load), milliseconds(120000));
+  std::optional<kbv::msg::LoadProblemReply> problem = kbv::reply_as<kbv::msg::LoadProblemReply>(r);
+  ASSERT_TRUE(problem) << r.detail << r.body.dump();
+  kbv::msg::TimeInputsRequest inputs;
+  inputs.seeds = {7};
+  r = ref->call(kbv::msg::to_json(inputs), milliseconds(120000));
+  std::optional<kbv::msg::TimeInputsReply> sets = kbv::reply_as<kbv::msg::TimeInputsReply>(r);
+  ASSERT_TRUE(sets) << r.detail << r.body.dump();
+  const json handle = sets->sets.at(0).at(0);
+  ASSERT_EQ(handle.value("transport", ""), "shm") << handle.dump();
+  ASSERT_TRUE(handle.contains("inode")) << handle.dump();
+
+  auto twin = kbv::WorkerProcess::start("candidate", config, {}, error, {"", ref.get(), {}});
+  ASSERT_TRUE(twin) << error;
+  kbv::msg::LoadRequest as_candidate = load;
+  as_candidate.code = code + "class ModelNew(Model):\n    pass\n";
+  as_candidate.device = "cpu";
+  as_candidate.init_inputs = problem->init_inputs;
+  r = twin->call(kbv::msg::to_json(as_candidate), milliseconds(120000));
+  ASSERT_TRUE(kbv::reply_as<kbv::msg::LoadCandidateReply>(r)) << r.detail << r.body.dump();
+  kbv::msg::TimeCandidateRequest time;
+  time.timing.rule.warmup = 1;
+  time.timing.rule.max_samples = 3;
+  time.timing.rule.time_cap_s = 0.05;
+  time.timing.flush_bytes = 4096;
+  time.sets = sets->sets;
+  time.baseline_mode = "fp32";
+  r = twin->call(kbv::msg::to_json(time), milliseconds(120000));
+  ASSERT_TRUE(kbv::reply_as<kbv::msg::TimeReply>(r)) << "the file as exported: " << r.detail << r.body.dump();
+
+  // Another file under the same name, the same size: what a candidate sharing the folder could make.
+  const std::string name = handle["name"].get<std::string>();
+  ASSERT_EQ(shm_unlink(name.c_str()), 0) << name;
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0) << name;
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(handle["bytes"].get<size_t>())), 0);
+  close(fd);
+  r = twin->call(kbv::msg::to_json(time), milliseconds(120000));
+  ASSERT_EQ(r.status, kbv::Reply::Status::failed) << r.body.dump();
+  const kbv::msg::Failure failure = kbv::msg::failure_of(r.body);
+  EXPECT_EQ(failure.kind, kbv::msg::kSharedBufferReplaced) << r.body.dump();
+  EXPECT_NE(failure.message.find("it was replaced"), std::string::npos) << failure.message;
+  shm_unlink(name.c_str());
+  twin->stop();
+  ref->stop();
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ class Client:
     request, then concurrent long-polls). Options are kbv eval's flags with underscores
     (docs/SERVICE.md, "Options"): device, protocol, trials, flaky_reruns, precision, tolerance,
     seed, policy, timing, rse, time_cap, timing_sets, timing_inputs, flush_bytes, launch_hold_us,
-    timing_pairs, cpu_threads, baselines, timeout_build, timeout_load, timeout_call, fast_build."""
+    timing_pairs, baseline_worker, cpu_threads, baselines, timeout_build, timeout_load, timeout_call, fast_build."""
 
     def __init__(self, url: str, token: str, timeout: float = 30.0, poll_wait: float = 30.0):
         self.url = url.rstrip("/")
