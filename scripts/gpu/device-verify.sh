@@ -256,8 +256,8 @@ stage() {
     throughput)  # issue 26: candidates per hour through kbv serve: CUDA examples on the GPU (one host), then
       # CPU examples on 1, 2, 4 kbv worker processes (the scaling part, on this host's cores)
       # (an architecture list, so that serve's builders compile CUDA without the GPU: docs/SERVICE.md)
-      # KBV_THROUGHPUT_PARTS picks the parts (default "cpu": the scaling over 1, 2, 4 workers, the
-      # part still unmeasured on 16 cores; "cpu cuda" adds the CUDA part). On an H100 host (2026-12-06)
+      # KBV_THROUGHPUT_PARTS picks the parts (default "cpu": the scaling over 1, 2, 4 workers, 13 min on
+      # an H100 host's 16 cores, docs/results/2026-12-07-scaling-gpu-host.md; "cpu cuda" adds the CUDA part). On an H100 host (2026-12-06)
       # the CUDA part's warm-up and serial passes alone took 15 min (a fresh CUDA build is 44-49 s
       # there), and the CPU part's one-host passes 8.6 min before its scaling: the CPU part now runs
       # the warm-up and the scaling only (--build-jobs-list none).
