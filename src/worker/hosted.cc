@@ -71,8 +71,8 @@ json Hosted::measure_calls(std::vector<py::object> args, int64_t allocated_befor
   o.kernels = kernels;
   o.own_roots = worker_memory::own_roots_from_environment();
   json result;
-  try {
-    if (tf32) set_matmul_precision("tf32");
+  {
+    const MatmulPrecisionScope matmul(tf32 ? "tf32" : "");
     result = worker_memory::measure(
         [&]() {
           double seconds = 0;
@@ -81,11 +81,7 @@ json Hosted::measure_calls(std::vector<py::object> args, int64_t allocated_befor
           sync_device(device);
         },
         o);
-  } catch (...) {
-    if (tf32) set_matmul_precision("fp32");
-    throw;
   }
-  if (tf32) set_matmul_precision("fp32");
   args.clear();
   release_cached_memory(device);
   return result;

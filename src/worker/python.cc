@@ -95,6 +95,20 @@ void set_matmul_precision(const std::string& mode) {
   torch.attr("backends").attr("cudnn").attr("allow_tf32") = tf32 || mode == "torch-default";
 }
 
+MatmulPrecisionScope::MatmulPrecisionScope(const std::string& mode) {
+  if (mode.empty()) return;
+  set_matmul_precision(mode);
+  set_ = true;
+}
+
+MatmulPrecisionScope::~MatmulPrecisionScope() {
+  if (!set_) return;
+  try {
+    set_matmul_precision("fp32");
+  } catch (...) {
+  }
+}
+
 json to_wire(py::handle value, TransferSet& transfers, const std::string& what) {
   if (THPVariable_Check(value.ptr())) return transfers.export_tensor(THPVariable_Unpack(value.ptr()));
   if (value.is_none()) return json{{"kind", "value"}, {"value", nullptr}};

@@ -42,6 +42,20 @@ void guard_cuda_sources(const std::string& device);
 // "torch-default": PyTorch's defaults (matmul FP32, cuDNN TF32 on).
 void set_matmul_precision(const std::string& mode);
 
+// `mode` (set_matmul_precision) for a scope, and "fp32" again when it ends, by an exception too:
+// a baseline's calls, the baselines' twin's, the memory phase's tf32 calls. "" sets nothing. A
+// failure to set it back is not thrown from the destructor (the worker's next request sets its own).
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(const std::string& mode);
+  ~MatmulPrecisionScope();
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+
+ private:
+  bool set_ = false;
+};
+
 // Plain values (ints, floats, strings, None, lists of them) as wire values; tensors as handles.
 nlohmann::json to_wire(pybind11::handle value, TransferSet& transfers, const std::string& what);
 pybind11::object from_wire(const nlohmann::json& j, TransferSet& transfers);

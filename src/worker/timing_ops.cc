@@ -224,37 +224,30 @@ msg::TimeReply time_reference(ReferenceState& s, const msg::TimeReferenceRequest
   if (s.meta_model)
     throw WorkerError{"protocol_error", "the problem was loaded for its shapes only (a meta-device Model): nothing times it",
                       ""};
-  set_matmul_precision(mode == "fp32" ? "fp32" : "tf32");
-  msg::TimeReply reply;
-  try {
-    py::object fn = s.h.model;
-    if (mode == "compile") {
-      try {
-        fn = py::module_::import("torch").attr("compile")(s.h.model);
-      } catch (py::error_already_set& e) {
-        throw python_error("runtime_error", "torch.compile(Model) failed", e);
-      }
+  const MatmulPrecisionScope matmul(mode == "fp32" ? "fp32" : "tf32");
+  py::object fn = s.h.model;
+  if (mode == "compile") {
+    try {
+      fn = py::module_::import("torch").attr("compile")(s.h.model);
+    } catch (py::error_already_set& e) {
+      throw python_error("runtime_error", "torch.compile(Model) failed", e);
     }
-    // With marks, every call is preceded and followed by the same round trips to the supervisor
-    // as the candidate's (its draw asked for, its start and end marked): a CPU thread that blocked
-    // pays for it on its next call (docs/TIMING.md "Symmetric marks"), so both sides block alike.
-    std::function<void(int)> prepare;
-    if (request.fresh_seed)
-      prepare = [&s, seed = *request.fresh_seed, marks = request.marks](int index) {
-        if (marks) ask_supervisor(s.in_fd, s.out_fd, msg::DrawAsk{index, ""});
-        load_fresh(s, s.timing.sets.live, seed + static_cast<uint64_t>(index));
-      };
-    std::function<void(int, const char*)> mark;
-    if (request.marks)
-      mark = [&s](int index, const char* which) { ask_supervisor(s.in_fd, s.out_fd, msg::DrawAsk{index, which}); };
-    reply = time_callable(s.h, s.timing, fn, request.timing, prepare, nullptr,
-                          "the reference Model's forward raised during timing", mark);
-    reply.mode = mode;
-  } catch (...) {
-    set_matmul_precision("fp32");
-    throw;
   }
-  set_matmul_precision("fp32");
+  // With marks, every call is preceded and followed by the same round trips to the supervisor
+  // as the candidate's (its draw asked for, its start and end marked): a CPU thread that blocked
+  // pays for it on its next call (docs/TIMING.md "Symmetric marks"), so both sides block alike.
+  std::function<void(int)> prepare;
+  if (request.fresh_seed)
+    prepare = [&s, seed = *request.fresh_seed, marks = request.marks](int index) {
+      if (marks) ask_supervisor(s.in_fd, s.out_fd, msg::DrawAsk{index, ""});
+      load_fresh(s, s.timing.sets.live, seed + static_cast<uint64_t>(index));
+    };
+  std::function<void(int, const char*)> mark;
+  if (request.marks)
+    mark = [&s](int index, const char* which) { ask_supervisor(s.in_fd, s.out_fd, msg::DrawAsk{index, which}); };
+  msg::TimeReply reply = time_callable(s.h, s.timing, fn, request.timing, prepare, nullptr,
+                                       "the reference Model's forward raised during timing", mark);
+  reply.mode = mode;
   return reply;
 }
 
@@ -406,19 +399,10 @@ msg::TimeReply time_candidate(CandidateState& s, const msg::TimeCandidateRequest
   const std::string& mode = request.baseline_mode;
   if (!mode.empty() && mode != "fp32" && mode != "tf32")
     throw WorkerError{"protocol_error", "unknown baseline mode '" + mode + "' for a twin (fp32, tf32)", ""};
-  if (!mode.empty()) set_matmul_precision(mode);
-  msg::TimeReply reply;
-  try {
-    reply = time_callable(s.h, t, s.h.model, request.timing, prepare, &spot, "ModelNew.forward raised during timing",
-                          mark);
-  } catch (...) {
-    if (!mode.empty()) set_matmul_precision("fp32");
-    throw;
-  }
-  if (!mode.empty()) {
-    set_matmul_precision("fp32");
-    reply.mode = mode;
-  }
+  const MatmulPrecisionScope matmul(mode);
+  msg::TimeReply reply = time_callable(s.h, t, s.h.model, request.timing, prepare, &spot,
+                                       "ModelNew.forward raised during timing", mark);
+  if (!mode.empty()) reply.mode = mode;
   reply.spot = spot.entries;
   return reply;
 }
