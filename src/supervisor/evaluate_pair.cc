@@ -72,8 +72,14 @@ void note_shared_cpus(Record& record, const std::optional<CpuLease>& lease) {
         "CPU leases (util/sched.h CpuLease)", ""));
 }
 
-// A candidate worker's environment: the device's, the build's, the pair's thread budget.
-std::map<std::string, std::string> candidate_env(const EvalOptions& options, const BuildResult& built) {
+// A candidate-kind worker for this pair, the candidate's own or the baselines' twin, made alike: a
+// pre-started one of the reference's pool when one is waiting (--warm-workers, `warm` says so), else a
+// new one; the device's environment, the build's folder and variables, the pair's thread budget, and
+// pinned to the budget's CPUs. Null, with `error`, when it cannot start.
+std::unique_ptr<WorkerProcess> take_candidate_kind(Record& record, const char* role, const Pair& pair,
+                                                   const EvalOptions& options, const BuildResult& built,
+                                                   ReferenceHost& reference, WorkerProcess* ref, bool& warm,
+                                                   std::string& error) {
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
   for (const auto& [k, v] : built.env) env_vars[k] = v;  // the build's CXX: torch's up-to-date check holds
@@ -84,26 +90,25 @@ std::map<std::string, std::string> candidate_env(const EvalOptions& options, con
     env_vars["OMP_NUM_THREADS"] = n;
     env_vars["MKL_NUM_THREADS"] = n;
   }
-  return env_vars;
+  auto w = reference.warm().take(options.worker, env_vars, {pair.solution_path, ref, built.read},
+                                 ms(options.timeouts.load_s), warm, error);
+  if (w) pin_to_budget(record, *w, role, options);
+  return w;
 }
 
 // 3. The candidate worker, in its own process, with the extension cache of its build; null (the
 // record says why) when it cannot start.
 std::unique_ptr<WorkerProcess> start_candidate_worker(Record& record, const Pair& pair, const EvalOptions& options,
-                                                      const Environment& env, const BuildResult& built,
-                                                      ReferenceHost& reference, WorkerProcess* ref) {
+                                                      const BuildResult& built, ReferenceHost& reference,
+                                                      WorkerProcess* ref) {
   std::string error;
-  const auto env_vars = candidate_env(options, built);
-  // A pre-started worker of this reference's pool when one is waiting (--warm-workers), else a new one.
   bool warm = false;
-  auto cand = reference.warm().take(options.worker, env_vars, {pair.solution_path, ref, built.read},
-                                    ms(options.timeouts.load_s), warm, error);
+  auto cand = take_candidate_kind(record, "candidate", pair, options, built, reference, ref, warm, error);
   if (!cand) {
     fail_host(record, "cannot start the candidate worker: " + error);
     return nullptr;
   }
   record.warm_worker = warm;
-  pin_to_budget(record, *cand, "candidate", options);
   record.sandbox = cand->sandbox_record();
   return cand;
 }
@@ -151,13 +156,11 @@ std::unique_ptr<WorkerProcess> start_baseline_twin(Record& record, const Pair& p
     return nullptr;
   }
   bool warm = false;
-  auto twin = reference.warm().take(options.worker, candidate_env(options, built), {pair.solution_path, ref, built.read},
-                                    ms(options.timeouts.load_s), warm, error);
+  auto twin = take_candidate_kind(record, "baselines' twin", pair, options, built, reference, ref, warm, error);
   if (!twin) {
     error = "starting the baselines' twin: " + error;
     return nullptr;
   }
-  pin_to_budget(record, *twin, "baselines' twin", options);
   const std::string code = problem.text + "\n\n# kbv: the baselines' twin (docs/TIMING.md)\nclass ModelNew(Model):\n    pass\n";
   Reply r = twin->call(msg::to_json(load_request(python_path(pair.problem_path), code, options, env, load_reply)),
                        ms(options.timeouts.load_s));
@@ -225,18 +228,15 @@ void run_candidate(Record& record, const Pair& pair, const EvalOptions& options,
   SeedSource seeds(options.protocol.seed);
   const CheckTally checked = correctness_checks({record, pair, options, reference, ref, cand}, seeds);
   // The baselines' twin, taken before the pool settles: its replacement is started by then too.
-  std::unique_ptr<WorkerProcess> twin;
-  BaselineTwin baseline_twin;
-  if (!checked.stopped && checked.passed == checked.total && checked.total > 0 && wants_baseline_twin(options, env)) {
-    twin = start_baseline_twin(record, pair, options, env, built, reference, &ref, load_reply, baseline_twin.error);
-    baseline_twin.worker = twin.get();
-  }
+  BaselineTwin twin;
+  if (!checked.stopped && checked.passed == checked.total && checked.total > 0 && wants_baseline_twin(options, env))
+    twin.worker = start_baseline_twin(record, pair, options, env, built, reference, &ref, load_reply, twin.error);
   if (!checked.stopped) reference.warm().settle(ms(options.timeouts.load_s));  // none starting while it is measured
   record.seconds = clock.seconds();
   clock.done(record, "checks");
   if (checked.stopped) return;
-  after_checks(record, pair, options, env, ref, cand, seeds, checked, clock, baseline_twin);
-  if (twin) twin->stop();
+  after_checks(record, pair, options, env, ref, cand, seeds, checked, clock, twin);
+  if (twin.worker) twin.worker->stop();
 }
 
 // A confined candidate killed for what its files held (supervisor/write_watch.h): rejected, whatever
@@ -267,7 +267,7 @@ void run_workers(Record& record, const Pair& pair, const EvalOptions& options, c
   pin_to_budget(record, *ref, "reference", options);
   if (!load_reply.overrides.empty()) record.problem_overrides = load_reply.overrides;
 
-  std::unique_ptr<WorkerProcess> cand = start_candidate_worker(record, pair, options, env, built, reference, ref);
+  std::unique_ptr<WorkerProcess> cand = start_candidate_worker(record, pair, options, built, reference, ref);
   if (!cand) return;
   run_candidate(record, pair, options, env, reference, *ref, *cand, solution, built, load_reply, clock);
   cand->stop();

@@ -114,7 +114,6 @@ struct PairedRounds {
   std::map<std::string, std::vector<PairedRound>> paired;  // per baseline mode
   std::map<std::string, double> base_others;
   std::map<std::string, json> base_parity;  // per baseline mode: its worker's threads and cpus
-  std::map<std::string, std::string> base_worker;  // per baseline mode: "twin" or "reference"
   // Modes whose twin computed other outputs than the reference: no speedup (twin_block).
   std::set<std::string> withdrawn;
   double cand_others = -1, sampling_s = 0;
@@ -160,6 +159,9 @@ void candidate_block(const PairedContext& c, PairedRounds& all, Round& rd) {
   rd.round["candidate"] = {{"median_ms", bs.median_ms}, {"samples", bs.samples}, {"stop", cr.stop}, {"checks", checks}};
   all.cand_replies.push_back(cr);
 }
+
+// Whether `mode`'s baseline blocks are timed in the twin (there is one; compile's stay the reference's).
+bool in_twin(const BaselineTwin& twin, const std::string& mode) { return twin.worker && mode != "compile"; }
 
 // One baseline block: its worker's reply, and the cores other processes used meanwhile (-1: unknown).
 struct BaselineBlock {
@@ -231,7 +233,7 @@ void baseline_blocks(const PairedContext& c, PairedRounds& all, Round& rd) {
     if (all.withdrawn.count(mode)) continue;
     std::string error;
     const double t0 = epoch_s();
-    const bool twin = c.twin.worker && mode != "compile";
+    const bool twin = in_twin(c.twin, mode);
     bool withdrawn = false;
     std::optional<BaselineBlock> block =
         twin ? twin_block(c, rd, mode, error, withdrawn) : reference_block(c, rd, mode, error);
@@ -242,16 +244,15 @@ void baseline_blocks(const PairedContext& c, PairedRounds& all, Round& rd) {
       all.baseline_errors[mode] = error;
       continue;
     }
-    const msg::TimeReply* reply = &block->reply;
-    rd.base_ms[mode] = reply->samples_ms;
-    all.base_replies[mode].push_back(*reply);
-    all.base_worker[mode] = twin ? "twin" : "reference";
+    const msg::TimeReply& reply = block->reply;
+    rd.base_ms[mode] = reply.samples_ms;
+    all.base_replies[mode].push_back(reply);
     // The timed worker's own report (thread parity)
-    if (reply->threads) all.base_parity[mode]["threads"] = *reply->threads;
-    if (reply->cpus) all.base_parity[mode]["cpus"] = *reply->cpus;
+    if (reply.threads) all.base_parity[mode]["threads"] = *reply.threads;
+    if (reply.cpus) all.base_parity[mode]["cpus"] = *reply.cpus;
     if (block->others >= 0)
       all.base_others[mode] = std::max(all.base_others.count(mode) ? all.base_others[mode] : 0.0, block->others);
-    modes[mode] = stats_of_reply(*reply).median_ms;
+    modes[mode] = stats_of_reply(reply).median_ms;
   }
   rd.round["baselines_ms"] = modes;
 }
@@ -287,7 +288,7 @@ bool run_round(const PairedContext& c, PairedRounds& all, int r) {
 // pooled figures is kept beside it as timing.speedup_pooled. A baseline whose rounds are too few
 // for an interval gets no speedup (its warning says why): never a win or a loss.
 void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs, const std::string& statistic,
-                            std::map<std::string, PairedSpeedup>& by_mode) {
+                            const BaselineTwin& twin, std::map<std::string, PairedSpeedup>& by_mode) {
   json baselines = json::object(), speedup = json::object(), pooled = json::object(), ci = json::object();
   for (const auto& [mode, replies] : all.base_replies) {
     if (all.withdrawn.count(mode)) continue;  // its error says why
@@ -297,7 +298,7 @@ void write_pooled_baselines(json& timing, PairedRounds& all, const Stats& cs, co
     st["blocks"] = replies.size();
     if (all.base_others.count(mode)) st["host_other_cores"] = std::round(all.base_others[mode] * 100) / 100;
     if (all.base_parity.count(mode)) st.update(all.base_parity[mode]);
-    if (all.base_worker.count(mode)) st["worker"] = all.base_worker[mode];
+    st["worker"] = in_twin(twin, mode) ? "twin" : "reference";
     baselines[mode] = st;
     const double bm = statistic_ms(bs, statistic), cm = statistic_ms(cs, statistic);
     if (bm > 0 && cm > 0) pooled[mode] = bm / cm;
@@ -356,7 +357,7 @@ void timing_paired(Record& record, const EvalOptions& options, const Environment
   all.checks.write(timing);
   if (!claim) return end_unjudged(record, timing, options, reference);  // no speedup: see judge_call_bound
   std::map<std::string, PairedSpeedup> by_mode;
-  write_pooled_baselines(timing, all, cs, tp.statistic, by_mode);
+  write_pooled_baselines(timing, all, cs, tp.statistic, twin, by_mode);
   for (const std::string& mode : all.withdrawn)
     record.findings.push_back(make_finding("baseline_twin_mismatch", "warn",
                                            all.baseline_errors.value(mode, std::string()) +

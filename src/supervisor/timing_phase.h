@@ -4,6 +4,7 @@
 // whole request, spot checks of timed outputs judged by the reference, the physical floor.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -19,7 +20,7 @@ namespace kbv {
 // confined, pinned and loaded as the candidate's, its calls served as the candidate's are. `worker`
 // null: none (`error` says why, when one was wanted); the baselines are then the reference's.
 struct BaselineTwin {
-  WorkerProcess* worker = nullptr;
+  std::unique_ptr<WorkerProcess> worker;
   std::string error;
 };
 // Whether an evaluation under `options` on `env` times baselines in a twin.
