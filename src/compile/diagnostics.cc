@@ -4,6 +4,8 @@
 #include <cctype>
 #include <optional>
 
+#include "util/text.h"
+
 namespace kbv {
 namespace {
 
@@ -19,12 +21,6 @@ std::vector<std::string_view> split_lines(std::string_view text) {
     start = end + 1;
   }
   return lines;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 bool all_digits(std::string_view s) {

@@ -9,9 +9,9 @@ namespace {
 bool ident_start(unsigned char c) { return std::isalpha(c) || c == '_' || c == '$' || c >= 0x80; }
 bool ident_char(unsigned char c) { return std::isalnum(c) || c == '_' || c == '$' || c >= 0x80; }
 
-class Lexer {
+class CppLexer {
  public:
-  Lexer(std::string_view s, int first_line, bool directives) : s_(s), line_(first_line), directives_(directives) {}
+  CppLexer(std::string_view s, int first_line, bool directives) : s_(s), line_(first_line), directives_(directives) {}
 
   CppLex run() {
     bool line_start = true;
@@ -132,7 +132,7 @@ class Lexer {
       if (c != '\n') flat += c;
     push(CppKind::Directive, flat, line);
     // Tokens after '#': the directive's name, then its body.
-    CppLex inner = Lexer(std::string_view(text).substr(1), line, false).run();
+    CppLex inner = CppLexer(std::string_view(text).substr(1), line, false).run();
     inner.tokens.pop_back();  // End
     if (inner.tokens.size() >= 2 && inner.tokens[0].text == "define" && inner.tokens[1].kind == CppKind::Ident) {
       CppMacro m;
@@ -273,6 +273,6 @@ class Lexer {
 
 }  // namespace
 
-CppLex lex_cpp(std::string_view source) { return Lexer(source, 1, true).run(); }
+CppLex lex_cpp(std::string_view source) { return CppLexer(source, 1, true).run(); }
 
 }  // namespace kbv

@@ -35,9 +35,9 @@ void put_utf8(SourceText& out, unsigned long cp, int line) {
   }
 }
 
-class Lexer {
+class PythonLexer {
  public:
-  explicit Lexer(std::string_view s) : s_(s) {}
+  explicit PythonLexer(std::string_view s) : s_(s) {}
 
   PyLex run() {
     std::vector<int> indents = {0};
@@ -472,6 +472,6 @@ class Lexer {
 
 }  // namespace
 
-PyLex lex_python(std::string_view source) { return Lexer(source).run(); }
+PyLex lex_python(std::string_view source) { return PythonLexer(source).run(); }
 
 }  // namespace kbv

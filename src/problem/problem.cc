@@ -1,6 +1,7 @@
 #include "problem/problem.h"
 
 #include "util/fs.h"
+#include "util/text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -64,14 +65,6 @@ std::string lower(std::string_view s) {
   for (char& c : out)
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return out;
-}
-
-std::string_view trim(std::string_view s) {
-  const char* space = " \t\r\n\f\v";
-  size_t begin = s.find_first_not_of(space);
-  if (begin == std::string_view::npos) return {};
-  size_t end = s.find_last_not_of(space);
-  return s.substr(begin, end - begin + 1);
 }
 
 std::string relative_name(const fs::path& path, const fs::path& root) {
@@ -217,7 +210,7 @@ struct Line {
   int number = 0;    // 1-based
 };
 
-std::vector<Line> split_lines(std::string_view text) {
+std::vector<Line> numbered_lines(std::string_view text) {
   std::vector<Line> lines;
   size_t begin = 0;
   int number = 1;
@@ -495,7 +488,7 @@ Extraction extract_code(std::string_view text) {
   std::vector<std::pair<std::string_view, int>> code;  // its lines and their numbers
   int code_line = 0;                                   // the line after its opening fence
 
-  for (const Line& line : split_lines(text)) {
+  for (const Line& line : numbered_lines(text)) {
     std::string_view content = without_cr(text.substr(line.begin, line.end - line.begin));
     bool overlaps_reasoning = reason_end > 0 && line.end >= reason_begin && line.begin < reason_end;
     bool ends_reasoning = overlaps_reasoning && line.end >= reason_end;

@@ -12,7 +12,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string write_all(int fd, const char* data, size_t size) {
+std::string write_all_or_error(int fd, const char* data, size_t size) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
     if (n < 0) {
@@ -74,7 +74,7 @@ std::string write_message(int fd, const nlohmann::json& message) {
                              static_cast<unsigned char>(n >> 16), static_cast<unsigned char>(n >> 24)};
   std::string frame(reinterpret_cast<const char*>(header), 4);
   frame += body;
-  return write_all(fd, frame.data(), frame.size());
+  return write_all_or_error(fd, frame.data(), frame.size());
 }
 
 ReadResult read_message(int fd, std::optional<std::chrono::milliseconds> timeout) {

@@ -21,7 +21,7 @@ namespace kbv::queue {
 #ifdef KBV_HAVE_LIBPQ
 namespace {
 
-constexpr const char* kNow = "(extract(epoch from clock_timestamp())::double precision)";
+constexpr const char* kPostgresNow = "(extract(epoch from clock_timestamp())::double precision)";
 constexpr unsigned kByteaOid = 17;
 // Any 64-bit number the queue alone uses: serialises the schema's creation between processes.
 constexpr const char* kSchemaLockKey = "7236814393265211649";
@@ -61,7 +61,7 @@ class PostgresConnection final : public Connection {
 
   std::optional<Rows> run(const std::string& sql, const std::vector<Param>& params,
                           std::string& error) override {
-    const std::string text = replace_all(replace_all(sql, "{now}", kNow), "{skip_locked}", " FOR UPDATE SKIP LOCKED");
+    const std::string text = replace_all(replace_all(sql, "{now}", kPostgresNow), "{skip_locked}", " FOR UPDATE SKIP LOCKED");
     std::vector<std::string> storage(params.size());
     std::vector<const char*> values(params.size(), nullptr);
     std::vector<int> lengths(params.size(), 0), formats(params.size(), 0);

@@ -15,7 +15,7 @@ namespace kbv::queue {
 namespace {
 
 constexpr int kBusyTimeoutMs = 60000;
-constexpr const char* kNow = "((julianday('now') - 2440587.5) * 86400.0)";
+constexpr const char* kSqliteNow = "((julianday('now') - 2440587.5) * 86400.0)";
 
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close(db); }
@@ -155,7 +155,7 @@ class SqliteConnection final : public Connection {
   sqlite3_stmt* statement(const std::string& sql, std::string& error) {
     auto found = statements_.find(sql);
     if (found != statements_.end()) return found->second.get();
-    std::string text = replace_all(replace_all(sql, "{now}", kNow), "{skip_locked}", "");
+    std::string text = replace_all(replace_all(sql, "{now}", kSqliteNow), "{skip_locked}", "");
     // $N (PostgreSQL's spelling) is ?N in SQLite, with the same numbering.
     text = replace_all(text, "$", "?");
     sqlite3_stmt* raw = nullptr;

@@ -53,14 +53,14 @@ struct Estimate {
   std::optional<Interval> ci = std::nullopt;
 };
 // The bootstrap's fixed seed and replicate count: the same records give the same interval.
-inline constexpr uint64_t kBootstrapSeed = 0x6b62762d63693935ULL;  // "kbv-ci95"
+inline constexpr uint64_t kGeomeanBootstrapSeed = 0x6b62762d63693935ULL;  // "kbv-ci95"
 inline constexpr int kBootstrapReplicates = 2000;
 // The 95% interval of the geometric mean of `values`, by bootstrap: each replicate draws
 // values.size() entries with replacement, and each drawn entry's value within its own interval
 // (log-normal around the value, the interval's ends at 1.96 sigma on either side; without an
 // interval, the value itself); the 2.5th and 97.5th percentiles of the replicates' geomeans.
 // Deterministic for a seed. None for an empty list, a value <= 0, or replicates < 1.
-std::optional<Interval> geomean_interval(std::span<const Estimate> values, uint64_t seed = kBootstrapSeed,
+std::optional<Interval> geomean_interval(std::span<const Estimate> values, uint64_t seed = kGeomeanBootstrapSeed,
                                          int replicates = kBootstrapReplicates);
 
 // Geometric mean of positive values; none for an empty list (or any value <= 0).

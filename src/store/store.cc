@@ -7,7 +7,23 @@
 #include <utility>
 
 namespace kbv {
+// Store::Impl's members: of a named namespace, since a unity build's translation unit must not give
+// a member an anonymous type from another file (-Wsubobject-linkage).
+namespace store_db {
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+struct StmtFinalizer {
+  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
+using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+}  // namespace store_db
+
 namespace {
+
+using store_db::DbPtr;
+using store_db::StmtPtr;
 
 // Bumped when the schema changes; open() migrates older files and refuses newer ones.
 constexpr int kSchemaVersion = 1;
@@ -46,15 +62,6 @@ constexpr const char* kRows =
 constexpr const char* kLatestProtocol =
     "SELECT level, problem_id, sample_id, record FROM results WHERE protocol_hash = ?1 "
     "ORDER BY level, problem_id, sample_id, created_at DESC, rowid DESC";
-
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close(db); }
-};
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-};
-using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
-using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 
 // Resets a statement and clears its bindings when it goes out of scope.
 struct StmtUse {

@@ -14,7 +14,7 @@
 namespace kbv {
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string strerror_text(int err) { return std::strerror(err); }
 
 // Closes an fd on scope exit unless released.
 struct Fd {
@@ -52,7 +52,7 @@ FileText read_file(const std::filesystem::path& path) {
   auto fail = [&](int err) {
     result.ok = false;
     result.text.clear();
-    result.error = "cannot read " + path.string() + ": " + errno_text(err);
+    result.error = "cannot read " + path.string() + ": " + strerror_text(err);
     return result;
   };
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -77,7 +77,7 @@ FileText read_file(const std::filesystem::path& path) {
 
 std::string write_file_atomic(const std::filesystem::path& path, const std::string& text) {
   const std::string target = path.string();
-  auto fail = [&](int err) { return "cannot write " + target + ": " + errno_text(err); };
+  auto fail = [&](int err) { return "cannot write " + target + ": " + strerror_text(err); };
 
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";

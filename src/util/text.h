@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace kbv {
 
@@ -13,6 +14,14 @@ inline std::string first_line(const std::string& text, size_t max = 240) {
   size_t cut = max;
   while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
   return line.substr(0, cut) + "...";
+}
+
+// `s` without the white space (space, \t, \n, \v, \f, \r) at its ends.
+inline std::string_view trim(std::string_view s) {
+  const char* space = " \t\n\v\f\r";
+  const size_t begin = s.find_first_not_of(space);
+  if (begin == std::string_view::npos) return {};
+  return s.substr(begin, s.find_last_not_of(space) - begin + 1);
 }
 
 }  // namespace kbv

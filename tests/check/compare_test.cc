@@ -4,7 +4,7 @@
 #include <limits>
 
 namespace kbv {
-namespace {
+namespace compare_test {
 
 TEST(Compare, IdenticalPasses) {
   at::Tensor e = at::rand({4, 8});
@@ -171,5 +171,5 @@ TEST(SameValues, DetectsMutationAndTreatsNanAsEqual) {
   EXPECT_FALSE(same_values(a, a.to(at::kDouble)));
 }
 
-}  // namespace
+}  // namespace compare_test
 }  // namespace kbv

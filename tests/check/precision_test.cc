@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace kbv {
-namespace {
+namespace precision_test {
 
 TEST(PrecisionCast, FloatingInputsCastIntegersUntouched) {
   at::Tensor f = at::rand({8});
@@ -65,5 +65,5 @@ TEST(PrecisionTolerance, NonFloatingOutputsAreNoted) {
   EXPECT_TRUE(s.contains("note"));
 }
 
-}  // namespace
+}  // namespace precision_test
 }  // namespace kbv

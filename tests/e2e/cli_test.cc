@@ -8,7 +8,7 @@
 #include "support.h"
 
 namespace kbv::e2e {
-namespace {
+namespace cli_test {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -118,5 +118,5 @@ TEST(Cli, HelpAndVersionExitZero) {
   EXPECT_EQ(run_kbv({"--version"}, {}, 30, "").code, 0);
 }
 
-}  // namespace
+}  // namespace cli_test
 }  // namespace kbv::e2e

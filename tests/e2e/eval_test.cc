@@ -28,7 +28,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace eval_test {
 
 using kbv::e2e::gpu_visible;
 using kbv::e2e::kSource;
@@ -770,8 +770,6 @@ TEST(Problems, ListsShapesWithoutAllocatingAndSaysWhenItDrawsValues) {
   }
 }
 
-}  // namespace
-
 // Precision modes (docs/PRECISION.md), on the CPU: bf16 runs there.
 TEST(Precision, Bf16CandidateIsJudgedInBf16WithTheReferenceError) {
   fs::path out = temp_dir("bf16_any_dtype") / "r.json";
@@ -822,3 +820,5 @@ TEST(Precision, Fp32OnlyKernelUnderBf16SaysItDoesNotAcceptBf16) {
   EXPECT_FALSE(f.record.contains("reference_error"));
   EXPECT_EQ(f.record["protocol"]["atol"], 1e-3);
 }
+
+}  // namespace eval_test

@@ -13,7 +13,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace generate_eval_test {
 
 using kbv::e2e::kSource;
 
@@ -50,4 +50,4 @@ TEST(GeneratedRun, AnswerWithoutCodeIsAFailedSample) {
   fs::remove_all(run);
 }
 
-}  // namespace
+}  // namespace generate_eval_test

@@ -13,7 +13,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace lint_test {
 
 using kbv::e2e::kSource;
 using kbv::e2e::Outcome;
@@ -127,4 +127,4 @@ TEST(Eval, LenientPolicyRunsTheCandidateAndKeepsTheWarnings) {
   EXPECT_EQ(r["findings"][1]["severity"], "reject");
 }
 
-}  // namespace
+}  // namespace lint_test

@@ -12,7 +12,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace memory_test {
 
 using kbv::e2e::gpu_visible;
 using kbv::e2e::kSource;
@@ -150,4 +150,4 @@ TEST(MemoryGpu, AtenInTheWrapperIsNoCustomCompute) {
   EXPECT_DOUBLE_EQ(num(r["compute"], "own_share"), 0.0) << r["compute"].dump(2);
 }
 
-}  // namespace
+}  // namespace memory_test

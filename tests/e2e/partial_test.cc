@@ -13,7 +13,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace partial_test {
 
 using kbv::e2e::kSource;
 using kbv::e2e::Outcome;
@@ -73,4 +73,4 @@ TEST(PartialReplacement, FallbacksAtTheSameSizeAreRejected) {
   EXPECT_LT(wrapper["compute"]["own_share"].get<double>(), 0.03) << wrapper["compute"].dump(2);
 }
 
-}  // namespace
+}  // namespace partial_test

@@ -17,7 +17,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace problem_lint_test {
 
 using kbv::e2e::kSource;
 using kbv::e2e::Outcome;  // its `record` is the lint report
@@ -253,15 +253,12 @@ TEST(MainJob, LayoutSplitsTheManifest) {
   }
 }
 
-}  // namespace
-
 // --precision fp16: a problem whose fp16 reference overflows under D2 (x3) and not in fp32 is
 // flagged `overflow`; the same problem in fp32 is not.
 TEST(ProblemLintPrecision, Fp16OverflowIsFlagged) {
   fs::path dir = temp_dir("fp16_overflow");
   std::ofstream(dir / "1_Square_big.py") << R"(import torch
 import torch.nn as nn
-
 
 class Model(nn.Module):
     def __init__(self):
@@ -272,10 +269,8 @@ class Model(nn.Module):
         # beyond float16's 65504.
         return x * x * 20000.0
 
-
 def get_inputs():
     return [torch.rand(64, 64)]
-
 
 def get_init_inputs():
     return []
@@ -291,3 +286,5 @@ def get_init_inputs():
   ASSERT_TRUE(fp32.record.is_object()) << fp32.output;
   EXPECT_FALSE(rules_of(fp32.record, "1_Square_big.py").count("overflow")) << fp32.record.dump(2);
 }
+
+}  // namespace problem_lint_test

@@ -19,7 +19,7 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace relro_test {
 
 struct ElfFacts {
   std::string error;                       // empty when parsed
@@ -105,4 +105,4 @@ TEST(Relro, WorkerModuleGotIsReadOnlyAfterLoad) { expect_full_relro(worker_modul
 
 TEST(Relro, KbvBinaryGotIsReadOnlyAfterLoad) { expect_full_relro(KBV_BINARY); }
 
-}  // namespace
+}  // namespace relro_test

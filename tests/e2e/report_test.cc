@@ -19,7 +19,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace report_test {
 
 using kbv::e2e::kSource;
 const fs::path kData = kSource / "tests/data/report";
@@ -350,4 +350,4 @@ TEST(ReportE2E, Fp32AndBf16OfOneRunSideBySide) {
   EXPECT_NE(none.output.find("no results of precision fp16"), std::string::npos) << none.output;
 }
 
-}  // namespace
+}  // namespace report_test

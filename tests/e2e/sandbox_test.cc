@@ -29,7 +29,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace sandbox_test {
 
 using kbv::e2e::kSource;
 using kbv::e2e::Outcome;
@@ -405,4 +405,4 @@ TEST(Sandbox, ACacheInsideAPrivateFolderUnderTmpIsReachable) {
   fs::remove_all(dir, ec);
 }
 
-}  // namespace
+}  // namespace sandbox_test

@@ -28,7 +28,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace timing_test {
 
 using kbv::e2e::gpu_visible;
 using kbv::e2e::kSource;
@@ -1054,4 +1054,4 @@ TEST(Timing, AWidenedAffinityEscapesNoBudget) {
   EXPECT_FALSE(o.record["timing"].contains("threads")) << "the budget did not hold: " << o.record["timing"].dump(1);
 }
 
-}  // namespace
+}  // namespace timing_test

@@ -29,7 +29,7 @@
 #include "util/subprocess.h"
 
 namespace kbv::e2e {
-namespace {
+namespace warm_test {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::seconds;
@@ -324,5 +324,5 @@ TEST(Warm, APlantInTheSharedFolderDoesNotOutliveItsCandidate) {
   expect_contained(o, dir / "cache-strict");
 }
 
-}  // namespace
+}  // namespace warm_test
 }  // namespace kbv::e2e

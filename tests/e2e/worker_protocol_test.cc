@@ -14,7 +14,7 @@
 #include "supervisor/session.h"
 #include "support.h"
 
-namespace {
+namespace worker_protocol_test {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
@@ -171,4 +171,4 @@ TEST(WorkerProtocol, ASharedBufferReplacedUnderItsNameIsRefused) {
   ref->stop();
 }
 
-}  // namespace
+}  // namespace worker_protocol_test

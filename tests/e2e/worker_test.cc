@@ -10,7 +10,7 @@
 #include "record/record.h"
 
 namespace kbv::e2e {
-namespace {
+namespace worker_test {
 
 queue::JobSpec spec_of(const std::string& name, const fs::path& problem, const fs::path& solution,
                        nlohmann::json options) {
@@ -314,5 +314,5 @@ TEST(Worker, AnUnusableQueueUrlIsAUsageError) {
   EXPECT_NE(g.output.find("'a' is not a GPU index"), std::string::npos) << g.output;
 }
 
-}  // namespace
+}  // namespace worker_test
 }  // namespace kbv::e2e

@@ -20,7 +20,7 @@
 #include "util/subprocess.h"
 
 namespace kbv {
-namespace {
+namespace generate_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -556,5 +556,5 @@ TEST_F(Generate, CommandLineCtrlCKeepsWhatWasWritten) {
   for (const json& r : server.requests()) EXPECT_FALSE(r["headers"].contains("authorization"));
 }
 
-}  // namespace
+}  // namespace generate_test
 }  // namespace kbv

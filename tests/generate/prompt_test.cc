@@ -13,7 +13,7 @@
 #include "util/subprocess.h"
 
 namespace kbv {
-namespace {
+namespace prompt_test {
 
 namespace fs = std::filesystem;
 const fs::path kSource = KBV_SOURCE_DIR;
@@ -398,5 +398,5 @@ TEST_F(PromptFiles, ExamplesComeFromTheExamplesFolder) {
   EXPECT_TRUE(has(error, "09_other_solution.py")) << error;
 }
 
-}  // namespace
+}  // namespace prompt_test
 }  // namespace kbv

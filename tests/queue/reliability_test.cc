@@ -23,7 +23,7 @@
 
 
 namespace kbv::queue {
-namespace {
+namespace reliability_test {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -268,5 +268,5 @@ TEST_P(ReliabilityTest, DatabaseRestartedUnderLoadLosesNothing) {
 INSTANTIATE_TEST_SUITE_P(Engines, ReliabilityTest, ::testing::Values("sqlite", "postgresql"),
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
-}  // namespace
+}  // namespace reliability_test
 }  // namespace kbv::queue

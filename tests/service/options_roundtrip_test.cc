@@ -24,7 +24,7 @@
 #include "supervisor/option_table.h"
 
 namespace kbv {
-namespace {
+namespace options_roundtrip_test {
 using nlohmann::json;
 
 // Everything an option can change, as one comparable value.
@@ -259,5 +259,5 @@ TEST(OptionTable, FlagsAndServeOptionsRefuseTheSameValuesWithTheSameWords) {
   EXPECT_THROW(app.parse(std::vector<std::string>{"--timing-sets=3", "--timing-inputs=fresh"}), CLI::ValidationError);
 }
 
-}  // namespace
+}  // namespace options_roundtrip_test
 }  // namespace kbv

@@ -14,7 +14,7 @@
 #include "util/hash.h"
 
 namespace kbv::service {
-namespace {
+namespace service_test {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -313,5 +313,5 @@ TEST(ServiceServer, ListenIsHostColonPort) {
   EXPECT_NE(parse_listen("h:80x", host, port), "");
 }
 
-}  // namespace
+}  // namespace service_test
 }  // namespace kbv::service

@@ -10,7 +10,7 @@
 #include "util/hash.h"
 
 namespace kbv {
-namespace {
+namespace build_handoff_test {
 namespace fs = std::filesystem;
 
 struct Dirs {
@@ -135,5 +135,5 @@ TEST(BuildHandoff, PublishedBuildIsFetchedIntoAnotherCache) {
   EXPECT_EQ(error, "");
 }
 
-}  // namespace
+}  // namespace build_handoff_test
 }  // namespace kbv

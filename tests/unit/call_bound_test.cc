@@ -6,7 +6,7 @@
 #include "measure/call_bound.h"
 
 namespace kbv {
-namespace {
+namespace call_bound_test {
 
 TEST(CallBound, HonestSamplesFitTheirWindows) {
   // Windows a round trip (0.03 ms) longer than the samples; pings of 0.02-0.04 ms.
@@ -218,5 +218,5 @@ TEST(CallBound, SamplesBackInCallOrder) {
   EXPECT_FALSE(samples_in_order(kept, discarded, std::vector<int>{1, 5}));  // past the end
 }
 
-}  // namespace
+}  // namespace call_bound_test
 }  // namespace kbv

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace kbv {
-namespace {
+namespace channel_test {
 
 struct Pipe {
   int r = -1, w = -1;
@@ -75,5 +75,5 @@ TEST(Channel, TruncatedMessageTimesOut) {
   EXPECT_EQ(read_message(p.r, milliseconds(100)).status, ReadResult::Status::timeout);
 }
 
-}  // namespace
+}  // namespace channel_test
 }  // namespace kbv

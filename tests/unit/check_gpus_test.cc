@@ -3,7 +3,7 @@
 #include "supervisor/run.h"
 
 namespace kbv {
-namespace {
+namespace check_gpus_test {
 
 Environment gpus_seen(int n) {
   Environment env;
@@ -43,5 +43,5 @@ TEST(CheckGpus, AnIndexOutOfRangeOrNegativeOrRepeatedIsRefused) {
   EXPECT_TRUE(has(check_gpus({0, 0}, gpus_seen(2)), "GPU 0 is named twice"));
 }
 
-}  // namespace
+}  // namespace check_gpus_test
 }  // namespace kbv

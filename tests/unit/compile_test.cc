@@ -22,7 +22,7 @@
 #include "util/subprocess.h"
 
 namespace kbv {
-namespace {
+namespace compile_test {
 namespace fs = std::filesystem;
 
 fs::path temp_dir() {
@@ -402,5 +402,5 @@ TEST(FastBuild, OnlyAFailureNamingAPrecompiledHeaderIsTheFastBuildsFault) {
   EXPECT_FALSE(names_precompiled_header("/cache/pch/abcd/" + key + "/torch/extension.h.gch", root));
 }
 
-}  // namespace
+}  // namespace compile_test
 }  // namespace kbv

@@ -5,7 +5,7 @@
 #include "compile/diagnostics.h"
 
 namespace kbv {
-namespace {
+namespace diagnostics_test {
 
 // What torch.utils.cpp_extension.load_inline prints when the C++ part does not compile.
 const char* kLoadInlineGccLog = R"(Using /root/.cache/torch_extensions/py311_cpu as PyTorch extensions root...
@@ -311,5 +311,5 @@ TEST(SourceLine, TwoEqualCopiesAreAmbiguous) {
   EXPECT_EQ(source_line_of("#include <x>\n" + block, "a = \"\"\"\n" + block + "\"\"\"\n", 3), 3);
 }
 
-}  // namespace
+}  // namespace diagnostics_test
 }  // namespace kbv

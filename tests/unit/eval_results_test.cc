@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace kbv {
-namespace {
+namespace eval_results_test {
 
 nlohmann::json rec(int problem, int sample, bool correct = true, double runtime = 1.5) {
   return {{"level", 1},
@@ -196,5 +196,5 @@ TEST(KernelBenchEvalResults, FileKeptCurrentRecordByRecordEqualsTheWholeBuild) {
   EXPECT_EQ(keys(file.json()), (std::vector<std::string>{"2", "10", "100"}));
 }
 
-}  // namespace
+}  // namespace eval_results_test
 }  // namespace kbv

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 namespace kbv {
-namespace {
+namespace generation_report_test {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
@@ -52,5 +52,5 @@ TEST(GenerationSummary, NoRecordsInAFolderKbvGenerateDidNotWrite) {
   fs::remove_all(d);
 }
 
-}  // namespace
+}  // namespace generation_report_test
 }  // namespace kbv

@@ -12,7 +12,7 @@
 #include "util/hash.h"
 
 namespace kbv {
-namespace {
+namespace hash_fs_test {
 
 std::filesystem::path make_temp_dir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "kbv_fs_test.XXXXXX").string();
@@ -142,5 +142,5 @@ TEST(Fs, StaleTorchLocksAreRemovedFromExtensionFolders) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace hash_fs_test
 }  // namespace kbv

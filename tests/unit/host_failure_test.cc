@@ -14,7 +14,7 @@
 #include "supervisor/run.h"
 
 namespace kbv {
-namespace {
+namespace host_failure_test {
 namespace fs = std::filesystem;
 
 TEST(HostFailure, IsItsOwnVerdictThatJudgesNoCandidate) {
@@ -103,5 +103,5 @@ TEST(HostFailure, ABuildWorkerThatCouldNotStartEndsThePairAsAHostFailure) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace host_failure_test
 }  // namespace kbv

@@ -17,7 +17,7 @@
 #include "util/fs.h"
 
 namespace kbv {
-namespace {
+namespace host_load_test {
 
 TEST(HostLoad, ProcStatBusyCountsUserNiceSystemIrqSoftirqSteal) {
   // user nice system idle iowait irq softirq steal guest guest_nice
@@ -315,5 +315,5 @@ TEST(HostLoad, ThresholdComesFromTheEnvironmentWhenSet) {
   unsetenv("KBV_HOST_BUSY_CORES");
 }
 
-}  // namespace
+}  // namespace host_load_test
 }  // namespace kbv

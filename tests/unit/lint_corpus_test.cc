@@ -12,7 +12,7 @@
 #include "util/fs.h"
 
 namespace kbv {
-namespace {
+namespace lint_corpus_test {
 
 namespace fs = std::filesystem;
 const fs::path kSource = KBV_SOURCE_DIR;
@@ -104,5 +104,5 @@ TEST(CorpusLint, CoversTheStaticClassesAndRules) {
     }
 }
 
-}  // namespace
+}  // namespace lint_corpus_test
 }  // namespace kbv

@@ -7,7 +7,7 @@
 #include "lint/python_syntax.h"
 
 namespace kbv {
-namespace {
+namespace lint_lexer_test {
 
 std::vector<const PyToken*> kind(const PyLex& l, PyKind k) {
   std::vector<const PyToken*> out;
@@ -239,5 +239,5 @@ TEST(CppLexer, UnterminatedLiteralIsNotedAndTokenizingGoesOn) {
   EXPECT_EQ(t[t.size() - 3], "int");
 }
 
-}  // namespace
+}  // namespace lint_lexer_test
 }  // namespace kbv

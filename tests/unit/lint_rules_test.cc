@@ -10,7 +10,7 @@
 #include "util/fs.h"
 
 namespace kbv {
-namespace {
+namespace lint_rules_test {
 
 namespace fs = std::filesystem;
 
@@ -587,5 +587,5 @@ TEST(LintPolicy, EveryRuleIsDocumented) {
   for (const auto& r : lint_rules()) EXPECT_NE(doc.text.find(std::string("`") + r.id + "`"), std::string::npos) << r.id;
 }
 
-}  // namespace
+}  // namespace lint_rules_test
 }  // namespace kbv

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 namespace kbv {
-namespace {
+namespace measure_test {
 
 TEST(MeasureStats, SummarizesKnownSamples) {
   std::vector<double> v = {4, 1, 3, 2, 5};
@@ -555,5 +555,5 @@ TEST(MeasureRule, BlockRuleSharesTheRuleBetweenPairedBlocks) {
   EXPECT_EQ(block_rule(many, 6, true).min_samples, 10);
 }
 
-}  // namespace
+}  // namespace measure_test
 }  // namespace kbv

@@ -7,7 +7,7 @@
 #include "util/fs.h"
 
 namespace kbv {
-namespace {
+namespace memory_accounting_test {
 
 using memory::CallWindow;
 using memory::DeviceEvent;
@@ -280,7 +280,6 @@ TEST(MemoryPhase, GpuAttributionWinsOverTheCpuAuditAndNotMeasuredKeepsIt) {
   EXPECT_NE(upstream->message.find("--protocol kernelbench"), std::string::npos);
 }
 
-}  // namespace
 }  // namespace kbv
 
 // The worker reads its peak RSS from /proc/self/status with this parser, not iostreams (the
@@ -313,3 +312,5 @@ TEST(MemoryAccounting, ThisProcessStatusParses) {
   EXPECT_GT(rss, 0);
   EXPECT_GE(hwm, rss);
 }
+
+}  // namespace memory_accounting_test

@@ -9,7 +9,7 @@
 using nlohmann::json;
 using namespace kbv::msg;
 
-namespace {
+namespace messages_test {
 
 // to_json, then from_json into a fresh struct, then to_json again: the same wire object.
 template <class T> json round_trip(const T& m) {
@@ -34,8 +34,6 @@ template <class T> std::string error_of(const json& j) {
   T m{};
   return from_json(j, m);
 }
-
-}  // namespace
 
 TEST(Messages, OpNamesRoundTripAndAreDistinct) {
   std::set<std::string> names;
@@ -375,3 +373,5 @@ TEST(Messages, MalformedMessagesGiveErrorsNotExceptions) {
   EXPECT_NE(error_of<TimeCandidateRequest>(json{{"op", "time"}, {"sets", json::array()}, {"spot_seed", 1.5}}), "");
   EXPECT_NE(error_of<CheckRequest>(json{{"op", "check"}, {"outputs", {}}, {"use_rel_l2", "yes"}}), "");
 }
+
+}  // namespace messages_test

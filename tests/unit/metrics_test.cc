@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace kbv {
-namespace {
+namespace metrics_test {
 
 Scored ok(double speedup) { return {true, speedup}; }
 Scored ok_untimed() { return {true, std::nullopt}; }
@@ -149,7 +149,7 @@ TEST(GeomeanInterval, WithoutIntervalsAndOneValueItIsThePoint) {
   EXPECT_FALSE(geomean_interval(none).has_value());
   std::vector<Estimate> zero = {{0.0, std::nullopt}};
   EXPECT_FALSE(geomean_interval(zero).has_value());
-  EXPECT_FALSE(geomean_interval(one, kBootstrapSeed, 0).has_value());
+  EXPECT_FALSE(geomean_interval(one, kGeomeanBootstrapSeed, 0).has_value());
 }
 
 TEST(GeomeanInterval, ContainsThePointWidensWithTheRecordsIntervalsAndIsDeterministic) {
@@ -171,7 +171,7 @@ TEST(GeomeanInterval, ContainsThePointWidensWithTheRecordsIntervalsAndIsDetermin
   auto again = geomean_interval(wide);
   EXPECT_EQ(w->first, again->first);
   EXPECT_EQ(w->second, again->second);
-  auto other = geomean_interval(wide, kBootstrapSeed + 1);
+  auto other = geomean_interval(wide, kGeomeanBootstrapSeed + 1);
   EXPECT_NE(w->first, other->first);
   EXPECT_NEAR(w->first, other->first, 0.1 * w->first);
 }
@@ -180,7 +180,7 @@ TEST(GeomeanInterval, OneRecordsIntervalIsRecoveredFromItsDraws) {
   // A single record: the replicates are its draws, log-normal with the interval at 1.96 sigma, so
   // the 95% interval of the geomean is the record's own (up to the bootstrap's noise).
   std::vector<Estimate> one = {{1.5, Interval{1.2, 1.8}}};
-  auto ci = geomean_interval(one, kBootstrapSeed, 20000);
+  auto ci = geomean_interval(one, kGeomeanBootstrapSeed, 20000);
   ASSERT_TRUE(ci.has_value());
   EXPECT_NEAR(ci->first, 1.2, 0.02);
   EXPECT_NEAR(ci->second, 1.8, 0.03);
@@ -229,5 +229,5 @@ TEST(MemoryMetrics, EfficiencyOverCorrectShareOverAll) {
   EXPECT_DOUBLE_EQ(z.efficient_share, 0.0);
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace kbv

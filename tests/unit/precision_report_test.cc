@@ -4,7 +4,7 @@
 #include "report/render.h"
 
 namespace kbv {
-namespace {
+namespace precision_report_test {
 
 using nlohmann::json;
 
@@ -68,5 +68,5 @@ TEST(PrecisionReport, NoTableWithOnePrecision) {
   EXPECT_EQ(render_markdown(in).find("Precisions side by side"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace precision_report_test
 }  // namespace kbv

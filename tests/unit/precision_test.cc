@@ -5,7 +5,7 @@
 #include "record/record.h"
 
 namespace kbv {
-namespace {
+namespace precision_test {
 using nlohmann::json;
 
 json bf16_args() {
@@ -104,5 +104,5 @@ TEST(Precision, RecordPrecisionDefaultsToFp32) {
   EXPECT_EQ(record_precision(json{{"precision", "bf16"}}), "bf16");
 }
 
-}  // namespace
+}  // namespace precision_test
 }  // namespace kbv

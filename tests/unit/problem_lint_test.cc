@@ -6,7 +6,7 @@
 #include <cmath>
 
 namespace kbv {
-namespace {
+namespace problem_lint_test {
 
 using nlohmann::json;
 
@@ -362,5 +362,5 @@ TEST(ProblemLint, Fp16OverflowOnlyWhereTheFp32ReferenceIsFinite) {
             nullptr);
 }
 
-}  // namespace
+}  // namespace problem_lint_test
 }  // namespace kbv

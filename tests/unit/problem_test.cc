@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace kbv {
-namespace {
+namespace problem_test {
 
 namespace fs = std::filesystem;
 
@@ -623,11 +623,11 @@ TEST_F(ProblemTest, LoadSolutionEmptyBlock) {
   EXPECT_NE(s.error.find("is empty"), std::string::npos) << s.error;
 }
 
-}  // namespace
+}  // namespace problem_test
 }  // namespace kbv
 
 namespace kbv {
-namespace {
+namespace problem_test {
 
 TEST(ProblemSelection, IdsRangesAndNameParts) {
   std::string error;
@@ -664,5 +664,5 @@ TEST(ProblemSelection, SelectKeepsTheTakenAndSaysWhenNoneIs) {
   EXPECT_EQ(select_problems(none, *parse_selection("9", error), "9"), "--only 9: no problem of the dataset matches");
 }
 
-}  // namespace
+}  // namespace problem_test
 }  // namespace kbv

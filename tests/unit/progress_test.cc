@@ -8,7 +8,7 @@
 #include <thread>
 
 namespace kbv {
-namespace {
+namespace progress_test {
 
 // Captures what a Progress writes.
 struct Capture {
@@ -108,5 +108,5 @@ TEST(Progress, InterruptSummaryNamesWhatIsAbandoned) {
             "problem 19 sample 2");
 }
 
-}  // namespace
+}  // namespace progress_test
 }  // namespace kbv

@@ -13,7 +13,7 @@
 #include "supervisor/precision.h"
 
 namespace kbv {
-namespace {
+namespace protocol_test {
 
 Protocol named(const std::string& name) {
   auto p = protocol_by_name(name);
@@ -186,5 +186,5 @@ TEST(VerifiedHiddenConfigs, InputsRequestCarriesTheStreamPositionAndReplacement)
   EXPECT_FALSE(old.cast_integer_inputs);
 }
 
-}  // namespace
+}  // namespace protocol_test
 }  // namespace kbv

@@ -15,7 +15,7 @@
 #include "report/command.h"
 
 namespace kbv {
-namespace {
+namespace queue_report_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -95,5 +95,5 @@ TEST(ReportFromQueue, JobsWithoutASampleIdTakeTheLowestFreeNumbersAndTheNotesSay
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace queue_report_test
 }  // namespace kbv

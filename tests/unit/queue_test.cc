@@ -18,7 +18,7 @@
 #include "util/hash.h"
 
 namespace kbv::queue {
-namespace {
+namespace queue_test {
 
 namespace fs = std::filesystem;
 
@@ -715,11 +715,11 @@ TEST(QueueOpen, UnreachablePostgresNamesTheUrl) {
   EXPECT_NE(error.find("127.0.0.1:1"), std::string::npos) << error;
 }
 
-}  // namespace
+}  // namespace queue_test
 }  // namespace kbv::queue
 
 namespace kbv::queue {
-namespace {
+namespace queue_test {
 
 TEST(QueueUrl, PasswordsAreHiddenInMessages) {
   EXPECT_EQ(redact_url("postgresql://kbv:s3cret@db:5432/kbv"), "postgresql://kbv:***@db:5432/kbv");
@@ -733,5 +733,5 @@ TEST(QueueUrl, PasswordsAreHiddenInMessages) {
   EXPECT_NE(error.find("kbv:***@127.0.0.1:1"), std::string::npos) << error;
 }
 
-}  // namespace
+}  // namespace queue_test
 }  // namespace kbv::queue

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 namespace kbv {
-namespace {
+namespace record_test {
 
 using nlohmann::json;
 
@@ -428,5 +428,5 @@ TEST(Record, SpeedupIntervalDecidesWinLossOrNoDifference) {
   EXPECT_EQ(parse_verdict("flaky"), Verdict::flaky);
 }
 
-}  // namespace
+}  // namespace record_test
 }  // namespace kbv

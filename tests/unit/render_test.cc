@@ -9,7 +9,7 @@
 #include <sstream>
 
 namespace kbv {
-namespace {
+namespace render_test {
 
 using nlohmann::json;
 
@@ -343,5 +343,5 @@ TEST(Html, UnmeasuredPanelsSaySo) {
   EXPECT_NE(html.find(">memory: not measured</text>"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace render_test
 }  // namespace kbv

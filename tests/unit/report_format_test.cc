@@ -3,7 +3,7 @@
 #include "report/command.h"
 
 namespace kbv {
-namespace {
+namespace report_format_test {
 
 TEST(ReportFormat, FromTheOutputsExtension) {
   EXPECT_EQ(report_format("", "report.html"), "html");
@@ -24,5 +24,5 @@ TEST(ReportFormat, AnExtensionKbvDoesNotWriteIsRefused) {
   EXPECT_EQ(report_format("pdf", "report.md"), "");
 }
 
-}  // namespace
+}  // namespace report_format_test
 }  // namespace kbv

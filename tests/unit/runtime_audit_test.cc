@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace kbv {
-namespace {
+namespace runtime_audit_test {
 using nlohmann::json;
 
 TEST(GlueSymbol, PybindAndInlinedLibraryCodeIsGlue) {
@@ -279,14 +279,14 @@ TEST(RuntimeFindings, SameStorageOldOutputRejectsT5) {
   EXPECT_TRUE(runtime_findings(audit, json::array(), {{"passed", true}}, nullptr).empty());
 }
 
-}  // namespace
+}  // namespace runtime_audit_test
 }  // namespace kbv
 
 // ---------------------------------------------------------------------------------------------
 // Issue 29: the ablation decides whether own code reaches the output; the sampled share of the
 // whole forward is a measurement, and the replayed own calls' share catches forwarding wrappers.
 namespace kbv {
-namespace {
+namespace runtime_audit_test {
 
 json ablation(int64_t own_calls, int64_t replaced, int64_t overwritten, std::vector<std::pair<int64_t, int64_t>> outs) {
   json per = json::array();
@@ -438,5 +438,5 @@ TEST(RuntimeFindings, TheTokenLineLeavesInPlaceWritesAndLargerSlicesAlone) {
   EXPECT_TRUE(runtime_findings({{"ablation", raised}}, json::array(), nullptr, nullptr).empty());
 }
 
-}  // namespace
+}  // namespace runtime_audit_test
 }  // namespace kbv

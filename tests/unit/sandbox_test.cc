@@ -15,7 +15,7 @@
 #include "util/subprocess.h"
 
 namespace kbv {
-namespace {
+namespace sandbox_test {
 
 namespace fs = std::filesystem;
 using namespace sandbox;
@@ -278,5 +278,5 @@ TEST_F(SandboxSpawn, TheProgramsStatusComesThroughTheRelay) {
   EXPECT_EQ(st->describe(), "killed by signal 11 (SIGSEGV)");
 }
 
-}  // namespace
+}  // namespace sandbox_test
 }  // namespace kbv

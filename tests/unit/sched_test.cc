@@ -16,7 +16,7 @@
 
 #include "util/sched.h"
 
-namespace {
+namespace sched_test {
 
 struct Sleeper {
   pid_t pid = -1;
@@ -237,4 +237,4 @@ TEST(Sched, ProcLocksFlockLinesAreRead) {
   EXPECT_EQ(got[0].second, 1234567u);
 }
 
-}  // namespace
+}  // namespace sched_test

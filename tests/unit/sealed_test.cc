@@ -14,7 +14,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace sealed_test {
 
 fs::path fresh_dir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("kbv-sealed-" + std::to_string(::getpid())) / name;
@@ -97,4 +97,4 @@ TEST(Sealed, AKeyFileOfTheWrongSizeIsAnErrorNamingIt) {
   EXPECT_NE(k.error.find(".seal-key"), std::string::npos) << k.error;
 }
 
-}  // namespace
+}  // namespace sealed_test

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 namespace kbv {
-namespace {
+namespace session_test {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using std::chrono::milliseconds;
@@ -152,5 +152,5 @@ TEST(WorkerSession, TimeSpentAnsweringDoesNotCountAgainstTheDeadline) {
   EXPECT_EQ(r.status, Reply::Status::ok) << r.detail;
 }
 
-}  // namespace
+}  // namespace session_test
 }  // namespace kbv

@@ -8,7 +8,7 @@
 #include <string>
 
 namespace kbv {
-namespace {
+namespace store_test {
 
 namespace fs = std::filesystem;
 
@@ -267,11 +267,11 @@ TEST_F(StoreTest, TwoConnectionsShareTheFile) {
   EXPECT_EQ(first->latest().size(), 2u);
 }
 
-}  // namespace
+}  // namespace store_test
 }  // namespace kbv
 
 namespace kbv {
-namespace {
+namespace store_test {
 
 class StoreDamage : public StoreTest {};
 
@@ -321,5 +321,5 @@ TEST_F(StoreDamage, ReadOnlyNeitherCreatesNorWrites) {
   EXPECT_EQ(fs::last_write_time(path_), before);
 }
 
-}  // namespace
+}  // namespace store_test
 }  // namespace kbv

@@ -17,7 +17,7 @@
 #include "util/subprocess.h"
 
 namespace kbv {
-namespace {
+namespace subprocess_test {
 
 using namespace std::chrono_literals;
 
@@ -547,5 +547,5 @@ TEST(ExitStatusDescribe, Words) {
   EXPECT_EQ(s.describe(), "killed by signal 64");
 }
 
-}  // namespace
+}  // namespace subprocess_test
 }  // namespace kbv

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 namespace kbv {
-namespace {
+namespace summary_test {
 
 using nlohmann::json;
 
@@ -303,5 +303,5 @@ TEST(PassAtKValues, UpToTheSampleCount) {
   EXPECT_TRUE(pass_at_k_values(0).empty());
 }
 
-}  // namespace
+}  // namespace summary_test
 }  // namespace kbv

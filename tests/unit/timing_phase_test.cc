@@ -10,7 +10,7 @@
 #include "util/sched.h"
 
 namespace kbv {
-namespace {
+namespace timing_phase_test {
 
 using nlohmann::json;
 
@@ -245,5 +245,5 @@ TEST(TimingPhase, BaselineMarksAreAnsweredInCallOrder) {
   EXPECT_TRUE(msg::reply_ok(sets3.answer(ask(1, "start"))));
 }
 
-}  // namespace
+}  // namespace timing_phase_test
 }  // namespace kbv

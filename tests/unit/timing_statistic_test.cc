@@ -12,7 +12,7 @@
 #include "supervisor/timing_phase.h"
 
 namespace kbv {
-namespace {
+namespace timing_statistic_test {
 
 using nlohmann::json;
 
@@ -181,5 +181,5 @@ TEST(TimingKnobs, TheStatisticDoesNotKeyACachedBaseline) {
   EXPECT_NE(baseline_key("code", median, e, "tf32"), baseline_key("code", unflushed, e, "tf32"));
 }
 
-}  // namespace
+}  // namespace timing_statistic_test
 }  // namespace kbv

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 namespace kbv {
-namespace {
+namespace trust_test {
 
 using nlohmann::json;
 
@@ -118,5 +118,5 @@ TEST(SampleLine, SpeedupsWithIntervalsThenTimingWarnings) {
   EXPECT_EQ(sample_line_suffix(typed(json{{"verdict", "wrong_output"}})), "") << "nothing timed, nothing said";
 }
 
-}  // namespace
+}  // namespace trust_test
 }  // namespace kbv

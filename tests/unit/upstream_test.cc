@@ -11,7 +11,7 @@
 #include "util/fs.h"
 
 namespace kbv {
-namespace {
+namespace upstream_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -384,5 +384,5 @@ TEST_F(UpstreamTest, VerifiedExportKeepsTheHiddenRunsOwnMetadata) {
   EXPECT_DOUBLE_EQ(standard["1_1"]["runtime"].get<double>(), 3.0);
 }
 
-}  // namespace
+}  // namespace upstream_test
 }  // namespace kbv

@@ -4,7 +4,7 @@
 #include <set>
 
 namespace kbv {
-namespace {
+namespace verdict_test {
 
 TEST(SeedSource, FixedMasterIsReproducibleAndSpread) {
   SeedSource a(7), b(7), c(8);
@@ -78,5 +78,5 @@ TEST(StickyCudaError, RecognisesContextKillers) {
   EXPECT_FALSE(is_sticky_cuda_error("ValueError: shapes do not match"));
 }
 
-}  // namespace
+}  // namespace verdict_test
 }  // namespace kbv

@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 namespace kbv {
-namespace {
+namespace verified_test {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -329,5 +329,5 @@ TEST(BaselineLabels, UpstreamFilesAreLabelledByWhatTheyMeasured) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace verified_test
 }  // namespace kbv

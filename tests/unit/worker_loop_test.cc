@@ -11,7 +11,7 @@
 #include <thread>
 
 namespace kbv::queue {
-namespace {
+namespace worker_loop_test {
 
 namespace fs = std::filesystem;
 
@@ -250,5 +250,5 @@ TEST_F(WorkerLoopTest, DatabaseFailuresAreRetriedAndTheRecordIsKept) {
   EXPECT_NE(warnings[0].find("server closed the connection unexpectedly"), std::string::npos) << warnings[0];
 }
 
-}  // namespace
+}  // namespace worker_loop_test
 }  // namespace kbv::queue

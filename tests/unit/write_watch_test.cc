@@ -23,7 +23,7 @@
 #include "util/sched.h"
 
 namespace kbv {
-namespace {
+namespace write_watch_test {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
@@ -235,5 +235,5 @@ TEST(WriteWatch, ItsThreadKeepsOffTheCandidatesCpus) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace write_watch_test
 }  // namespace kbv
