@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <regex>
@@ -283,7 +284,26 @@ std::string build_pch(const FastBuild& fb, const std::vector<std::string>& flags
   return "";
 }
 
-int learn_pch(const FastBuild& fb, const fs::path& extensions_dir, std::string& error) {
+namespace {
+
+// Counts one more build that asked for `flags`' header (<root>/<key>.asked, under its own lock: the
+// header's lock is build_pch's) and says whether `after_asks` builds have now asked for it.
+bool asked_enough(const FastBuild& fb, const std::vector<std::string>& flags, int after_asks) {
+  if (after_asks <= 1) return true;
+  const std::string key = pch_flags_key(flags);
+  FileLock lock(fb.root / (key + ".asked.lock"));
+  const fs::path counter = fb.root / (key + ".asked");
+  FileText t = read_file(counter);
+  int asks = 0;
+  if (t.ok) std::from_chars(t.text.data(), t.text.data() + t.text.size(), asks);
+  asks = std::max(asks, 0) + 1;
+  write_file_atomic(counter, std::to_string(asks));
+  return asks >= after_asks;
+}
+
+}  // namespace
+
+int learn_pch(const FastBuild& fb, const fs::path& extensions_dir, std::string& error, int after_asks) {
   int built = 0, seen = 0;
   std::error_code ec;
   std::vector<fs::path> wants;
@@ -306,11 +326,13 @@ int learn_pch(const FastBuild& fb, const fs::path& extensions_dir, std::string& 
             cur.push_back(c);
           }
         }
-        if (std::string e = build_pch(fb, flags); e.empty()) {
-          ++built;
-        } else if (error.empty()) {
-          error = e;
+        // A refused set is not counted; an allowed one is made once enough builds asked for it.
+        std::string e = check_pch_flags(flags, fb.include_dirs);
+        if (e.empty() && asked_enough(fb, flags, after_asks)) {
+          e = build_pch(fb, flags);
+          if (e.empty()) ++built;
         }
+        if (!e.empty() && error.empty()) error = e;
       }
     }
     fs::remove(w, ec);

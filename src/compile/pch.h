@@ -46,10 +46,18 @@ std::string check_pch_flags(const std::vector<std::string>& flags, const std::ve
 // workers see it read-only (sandbox). At most `max_headers` per toolchain (~750 MB each, torch 2.11).
 std::string build_pch(const FastBuild& fb, const std::vector<std::string>& flags, size_t max_headers = 8);
 
+// Builds that compile a flag set before its header is made. Making one (36 CPU s for -O3 on the
+// 2-core machine) costs one and a half plain compiles of a candidate (23 s), and it saves 12 s of
+// each later one (docs/results/2026-12-07-ci.md): a flag set that only one or two builds use (a
+// rare -O level, a test's own cache) would never earn it back.
+inline constexpr int kPchAfterAsks = 3;
+
 // After a build: the flag sets the wrapper left in `extensions_dir` (.kbv-pch-want-*, written by
-// the candidate's build, so untrusted: regular files only, checked) get their precompiled header
-// for the next candidates; the want files are removed. Returns how many were built.
-int learn_pch(const FastBuild& fb, const std::filesystem::path& extensions_dir, std::string& error);
+// the candidate's build, so untrusted: regular files only, checked) are counted, and a set asked
+// for by `after_asks` builds gets its precompiled header for the next candidates; the want files
+// are removed. Returns how many headers were built.
+int learn_pch(const FastBuild& fb, const std::filesystem::path& extensions_dir, std::string& error,
+              int after_asks = kPchAfterAsks);
 
 // Whether a build's failure text names one of the precompiled headers under `root` (a .gch GCC
 // refused, or the header copy beside it): <root>/<key>/torch/... Every compile command names the

@@ -206,6 +206,38 @@ TEST(Run, ACompileErrorsConsoleLineShowsTheFirstErrorAtTheSolutionsLine) {
   EXPECT_EQ(rest.find("cache/build"), std::string::npos) << rest;
 }
 
+// Issue 27: two evaluations of one source that no cache holds, started together, build it once into
+// one cache entry, and both load that build and pass.
+TEST(Eval, TwoEvaluationsOfOneFreshSourceAtOnceBuildItOnceAndBothLoadIt) {
+  fs::path dir = temp_dir("concurrent_build");
+  const fs::path solution = dir / "kernel.py";
+  // ReLU's honest solution with a line of its own: a source no earlier run built.
+  ASSERT_EQ(kbv::write_file_atomic(solution, kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_honest.py").text +
+                                                 "\n# concurrent build " + std::to_string(::getpid()) + "\n"),
+            "");
+  const fs::path cache = dir / "cache";
+  Outcome o[2];
+  auto eval = [&](int i) {
+    const fs::path out = dir / ("r" + std::to_string(i) + ".json");
+    o[i] = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                    solution.string(), "--device", "cpu", "--trials", "1", "--timing", "off", "--json", out.string()},
+                   out, 900, cache.string());
+  };
+  std::thread first(eval, 0), second(eval, 1);
+  first.join();
+  second.join();
+  int built = 0;
+  for (const Outcome& x : o) {
+    ASSERT_EQ(x.code, 0) << x.output;
+    EXPECT_EQ(x.record["verdict"], "correct") << x.record["message"];
+    built += x.record["build"]["cached"].get<bool>() ? 0 : 1;
+  }
+  EXPECT_EQ(built, 1) << "one built, the other took its entry";
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(cache / "build")) ++entries;
+  EXPECT_EQ(entries, 1u);
+}
+
 // Two copies of one failing solution share a cached build; each record names its own file.
 TEST(Eval, ACachedBuildFailureNamesTheFileBeingEvaluated) {
   fs::path dir = temp_dir("compile_error_twice");

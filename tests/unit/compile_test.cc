@@ -291,7 +291,7 @@ TEST(FastBuild, TheWrapperAndKbvAgreeOnTheKeyAndTheWrapperUsesOnlyWhatKbvBuilt) 
   // kbv (trusted) learns the flag set: a precompiled header under the same key, the want file gone.
   std::string error;
   ::setenv("ARGS_OUT", (d / "args-pch").c_str(), 1);
-  EXPECT_EQ(learn_pch(fb, ext, error), 1) << error;
+  EXPECT_EQ(learn_pch(fb, ext, error, 1), 1) << error;  // made at the first ask (FastBuild.AFlagSet...)
   ::unsetenv("ARGS_OUT");
   EXPECT_TRUE(fs::exists(fb.root / key / "torch" / "extension.h.gch"));
   EXPECT_TRUE(fs::exists(fb.root / key / "torch" / "extension.h")) << "GCC reads the header beside the .gch";
@@ -316,6 +316,36 @@ TEST(FastBuild, TheWrapperAndKbvAgreeOnTheKeyAndTheWrapperUsesOnlyWhatKbvBuilt) 
   r = run_command({fb.wrapper.string(), (ext / "main.o").string(), "-shared", "-L/x", "-o", (ext / "ext_x.so").string()},
                   env, std::chrono::seconds(30));
   EXPECT_EQ(lines_of(d / "args4").front(), "-fuse-ld=lld");
+  fs::remove_all(d);
+}
+
+TEST(FastBuild, AFlagSetGetsItsHeaderOnceEnoughBuildsAskedForIt) {
+  fs::path d = temp_dir();
+  FastBuild fb = fake_fast(d);
+  const std::vector<std::string> flags = {"-O3", "-fPIC"}, other = {"-O2", "-fPIC"};
+  auto ask = [&](const std::vector<std::string>& f) {
+    fs::path ext = d / "ext";
+    fs::create_directories(ext);
+    std::string text;
+    for (const auto& x : f) text += x + std::string(1, '\0');
+    write(ext / (".kbv-pch-want-" + pch_flags_key(f)), text);
+    std::string error;
+    ::setenv("ARGS_OUT", (d / "args").c_str(), 1);
+    int built = learn_pch(fb, ext, error);
+    ::unsetenv("ARGS_OUT");
+    EXPECT_EQ(error, "");
+    EXPECT_FALSE(fs::exists(ext / (".kbv-pch-want-" + pch_flags_key(f)))) << "the want file is consumed";
+    return built;
+  };
+  const fs::path header = fb.root / pch_flags_key(flags) / "torch" / "extension.h.gch";
+  for (int i = 1; i < kPchAfterAsks; ++i) {
+    EXPECT_EQ(ask(flags), 0) << "ask " << i;
+    EXPECT_FALSE(fs::exists(header)) << "made after " << i << " builds";
+  }
+  EXPECT_EQ(ask(other), 0) << "another flag set is counted apart";
+  EXPECT_EQ(ask(flags), 1);
+  EXPECT_TRUE(fs::exists(header));
+  EXPECT_FALSE(fs::exists(fb.root / pch_flags_key(other) / "torch" / "extension.h.gch"));
   fs::remove_all(d);
 }
 
