@@ -183,7 +183,11 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(record["verdict"], "correct", record.get("message"))
         self.assertEqual((record["level"], record["problem_id"]), (1, 19))
         self.assertEqual(record["precision"], "fp32")
-        self.assertIn("speedup", record["timing"])
+        if "speedup" not in record["timing"]:
+            # No speedup is claimed when the host was too busy to judge the per-call bound (docs/TIMING.md):
+            # ctest runs other tests beside this one (the clean-clone CI of 2026-12-07, beside a build).
+            # Any other reason fails.
+            self.assertIn("busy host", record["timing"].get("error", ""), record["timing"].get("error"))
         self.assertGreater(reward(record), 0.0)
         done_before = self.counts()["done"]
         t0 = time.monotonic()
