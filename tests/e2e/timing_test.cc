@@ -34,6 +34,10 @@ using kbv::e2e::gpu_visible;
 using kbv::e2e::kSource;
 using kbv::e2e::Outcome;
 
+// The most of the speed of light an honest kernel can show: a median below 80% of the floor is
+// impossible_speed (kFloorMargin, supervisor/timing_checks.cc).
+constexpr double kHonestSpeedOfLightMax = 1.0 / 0.8;
+
 // `kbv ARGS`, its record read from `json_path`; with `cache`, a build and baseline cache of its own.
 Outcome kbv_run(const std::vector<std::string>& args, const fs::path& json_path = {},
                 const std::string& cache = KBV_TEST_CACHE) {
@@ -102,7 +106,7 @@ TEST(Timing, CpuHonestRecordCarriesTimingFields) {
   EXPECT_EQ(t["spot_checks"]["failed"].get<int>(), 0);
   EXPECT_GT(t["floor_ms"].get<double>(), 0.0);
   EXPECT_GT(t["speed_of_light"].get<double>(), 0.0);
-  EXPECT_LE(t["speed_of_light"].get<double>(), 1.0);
+  EXPECT_LT(t["speed_of_light"].get<double>(), kHonestSpeedOfLightMax);
   EXPECT_EQ(t["bytes"].get<uint64_t>(), 2u * 16 * 4096 * 4);  // KBV_CPU: 16 x 4096 floats in, as many out
   // Fresh draws by default: the reference recomputed a secret choice of the spot-checked calls.
   EXPECT_EQ(t["inputs"], "fresh") << t.dump(1);
@@ -755,7 +759,9 @@ TEST(TimingGpu, HonestRecordUsesEventsAndClock) {
   EXPECT_EQ(t["clock"]["source"], "nvml") << "libnvidia-ml.so.1 should be found on a GPU machine";
   EXPECT_GT(t["flush_bytes"].get<uint64_t>(), 0u);
   EXPECT_GT(t["speed_of_light"].get<double>(), 0.0);
-  EXPECT_LE(t["speed_of_light"].get<double>(), 1.0);
+  // An honest kernel may beat the measured copy a little (docs/TIMING.md "Physical floor": an H100
+  // ran this one at 1.14 of cudaMemcpyAsync's 2.6 TB/s), never by the impossible_speed margin.
+  EXPECT_LT(t["speed_of_light"].get<double>(), kHonestSpeedOfLightMax);
   EXPECT_EQ(t["spot_checks"]["failed"].get<int>(), 0);
   // The diagnostics of the candidate-vs-baseline gap (docs/TIMING.md): the host's share of the
   // interval and the memory clock.
