@@ -12,12 +12,12 @@
 namespace kbv::cli {
 
 Command add_protocols_command(CLI::App& app) {
-  auto json = std::make_shared<bool>(false);
+  auto as_json = std::make_shared<bool>(false);
   auto* protocols = app.add_subcommand(
       "protocols", "list the protocols --protocol takes: name, version, what each reproduces (docs/PROTOCOLS.md)");
-  protocols->add_flag("--json", *json, "every protocol with all its knobs, as records store them, on stdout");
-  return {protocols, [json]() {
-            if (*json) {
+  protocols->add_flag("--json", *as_json, "every protocol with all its knobs, as records store them, on stdout");
+  return {protocols, [as_json]() {
+            if (*as_json) {
               nlohmann::json out = {{"protocols", nlohmann::json::array()}, {"aliases", nlohmann::json::object()}};
               for (const auto& e : kbv::protocol_registry())
                 out["protocols"].push_back({{"name", e.name},

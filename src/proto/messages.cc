@@ -263,6 +263,12 @@ KBV_FIELDS(DrawAsk) {
   v.required("index", m.index);
   v.text_if_any("mark", m.mark);
 }
+KBV_FIELDS(ForkRequest) {
+  v.required("env", m.env);
+  v.required("role", m.role);
+  v("cwd", m.cwd);
+  v("sandbox", m.sandbox);
+}
 #undef KBV_FIELDS
 
 // Writes a message's fields into a JSON object; absent optionals are left out.
@@ -474,6 +480,13 @@ KBV_REPLY(LoadProblemReply)
 KBV_REPLY(LoadCandidateReply)
 KBV_REQUEST(DescribeRequest)
 KBV_REPLY(DescribeReply)
+json to_json(const ForkRequest& m) {
+  json j = json::object();
+  Writer w{j};
+  fields(w, m);
+  return j;
+}
+std::string from_json(const json& j, ForkRequest& m) { return read(j, m); }
 json to_json(const InputShape& m) {
   json j = json::object();
   Writer w{j};

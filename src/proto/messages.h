@@ -351,6 +351,15 @@ struct DrawAsk {
   std::string mark;
 };
 
+// Supervisor -> a worker forked by the zygote (util/zygote.h), on a socket that worker alone reads:
+// what exec would have given it. No "op" or "ok".
+struct ForkRequest {
+  std::vector<std::string> env;  // required: the whole environment, "NAME=value"
+  std::string role;              // required: kbv_worker.serve's role
+  std::string cwd;               // "": the zygote's
+  std::optional<nlohmann::json> sandbox;  // none: no sandbox; else sandbox/plan_io.cc's schema
+};
+
 // ---- conversions ---------------------------------------------------------------------------
 #define KBV_MESSAGE(T)                    \
   nlohmann::json to_json(const T& m);     \
@@ -396,6 +405,7 @@ KBV_MESSAGE(BuildReply)
 KBV_MESSAGE(ExitRequest)
 KBV_MESSAGE(PingRequest)
 KBV_MESSAGE(DrawAsk)
+KBV_MESSAGE(ForkRequest)  // no "op" or "ok"
 #undef KBV_MESSAGE
 
 // Whether a reply says ok (an object with "ok": true).

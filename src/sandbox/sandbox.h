@@ -106,6 +106,11 @@ struct Plan {
 Plan make_plan(Mode mode, const std::string& role, const Availability& a, const std::string& python,
                const Paths& paths, std::string& error);
 
+// A plan as JSON and back (plan_io.cc), for a worker forked by the zygote (util/zygote.h). Reading
+// fails (false, `error`) on any field missing or of another type.
+nlohmann::json plan_to_json(const Plan& plan);
+bool plan_from_json(const nlohmann::json& j, Plan& plan, std::string& error);
+
 // Child side (async-signal-safe; each returns 0 or an errno value). See namespaces.cc etc.
 int enter_user_namespace(const Plan& plan);
 int enter_namespace(Layer layer);  // kPidNs, kNetNs, kIpcNs or kMountNs

@@ -12,8 +12,8 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void Metrics::evaluation_finished(const nlohmann::json& json, double now, bool count_cached_build) {
-  RecordRead read = record_from_json(json);
+void Metrics::evaluation_finished(const nlohmann::json& record_json, double now, bool count_cached_build) {
+  RecordRead read = record_from_json(record_json);
   std::lock_guard lock(mutex_);
   finished_at_.push_back(now);
   ++by_verdict_[read.ok() ? verdict_name(read.record.verdict) : "unreadable"];

@@ -17,7 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+std::string joined(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
   return out;
@@ -29,10 +29,10 @@ std::string shown(const json& v) {
 }
 
 std::string member(const json& v, const std::vector<std::string>& allowed, std::string& out) {
-  if (!v.is_string()) return "expected a string (" + join(allowed) + "), got " + shown(v);
+  if (!v.is_string()) return "expected a string (" + joined(allowed) + "), got " + shown(v);
   out = v.get<std::string>();
   if (std::find(allowed.begin(), allowed.end(), out) == allowed.end())
-    return fmt::format("must be one of {}, got '{}'", join(allowed), out);
+    return fmt::format("must be one of {}, got '{}'", joined(allowed), out);
   return "";
 }
 
@@ -218,7 +218,7 @@ std::string check_option_value(const EvalOption& opt, const json& v, json& out) 
       return "";
     case OptionKind::list: {
       std::vector<std::string> items;
-      const std::string names = join(opt.choices);
+      const std::string names = joined(opt.choices);
       if (v.is_string()) {
         std::stringstream in(v.get<std::string>());
         for (std::string item; std::getline(in, item, ',');) items.push_back(item);

@@ -1,4 +1,5 @@
 #include "supervisor/session.h"
+#include "supervisor/zygote.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -133,6 +134,8 @@ WorkerConfig default_worker_config(const std::string& python_flag) {
     c.worker_dir = exe_dir;
   else
     c.worker_dir = KBV_WORKER_DIR;
+  // KBV_ZYGOTE=0: every worker exec'd and importing torch itself (supervisor/zygote.h), as before.
+  if (const char* z = std::getenv("KBV_ZYGOTE"); z && std::string(z) == "0") c.zygote = false;
   return c;
 }
 
@@ -243,7 +246,9 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
     o.sandbox = &plan;
   }
 
-  std::optional<Child> child = spawn(o, error);
+  bool forked = false;
+  std::optional<Child> child = config.zygote ? spawn_worker(o, config.python, config.worker_dir, role, forked, error)
+                                             : spawn(o, error);
   if (!child) {
     w->remove_sandbox_files();
     return nullptr;

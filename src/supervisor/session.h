@@ -36,6 +36,8 @@ struct WorkerConfig {
   int warm_workers = 0;  // --warm-workers: pre-started candidate workers kept ready (supervisor/warm_pool.h)
   // --write-cap-mib: what a confined candidate's files may hold at once (supervisor/write_watch.h); 0: unwatched.
   uint64_t write_cap_bytes = kDefaultWriteCapBytes;
+  // Workers forked by a zygote that imported torch once (supervisor/zygote.h); false: each exec'd.
+  bool zygote = true;
 };
 
 class WorkerProcess;

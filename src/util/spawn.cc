@@ -11,12 +11,14 @@
 // run_command.cc.
 #include "util/subprocess.h"
 
+#include "util/child_setup.h"
 #include "util/log_pump.h"
 #include "util/subprocess_internal.h"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/prctl.h>
@@ -39,6 +41,9 @@ std::string errno_text(int err) { return std::strerror(err); }
 namespace {
 
 using namespace subprocess_internal;
+using child_setup::child_fail;
+using child_setup::ChildReport;
+using child_setup::ChildStage;
 
 // An orphaned descendant comes to the nearest subreaper among its ancestors rather than to init,
 // so what a worker's processes leave behind stays findable (kill_strays).
@@ -98,109 +103,6 @@ std::string resolve_program(const std::string& name, const std::vector<std::stri
     start = end + 1;
   }
   return name;
-}
-
-// What the child reports through the exec-error pipe: a set-up failure, or (kLayers, not a
-// failure) which sandbox layers it applied, just before exec.
-enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3, kSandbox = 4, kLayers = 5 };
-struct ChildReport {
-  int stage;
-  int err;
-  int layer;
-  int layers[sandbox::kLayerCount];
-};
-
-[[noreturn]] void child_fail(int report_fd, ChildStage stage, int err = -1, int layer = -1) {
-  ChildReport report{static_cast<int>(stage), err < 0 ? errno : err, layer, {}};
-  ssize_t ignored = ::write(report_fd, &report, sizeof report);
-  (void)ignored;
-  ::_exit(127);
-}
-
-// The relay (kbv's side of a PID namespace): ends as the program ended, with its status, which the
-// namespace's init passes on through `status_fd`.
-[[noreturn]] void relay(pid_t init, int status_fd) {
-  ::close_range(0, static_cast<unsigned>(status_fd) - 1, 0);
-  int raw = 0;
-  while (::waitpid(init, &raw, 0) < 0 && errno == EINTR) {
-  }
-  int program = 0;
-  if (::read(status_fd, &program, sizeof program) == static_cast<ssize_t>(sizeof program)) raw = program;
-  if (WIFSIGNALED(raw)) {
-    const int sig = WTERMSIG(raw);
-    struct rlimit none {0, 0};
-    ::setrlimit(RLIMIT_CORE, &none);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigaction(sig, &dfl, nullptr);
-    ::kill(::getpid(), sig);
-    ::_exit(128 + sig);
-  }
-  ::_exit(WIFEXITED(raw) ? WEXITSTATUS(raw) : 127);
-}
-
-// The namespace's init: reaps everything orphaned in it; when the program ends, passes its status
-// on and ends, and the kernel kills whatever is left in the namespace.
-[[noreturn]] void init_loop(pid_t program, int status_fd) {
-  ::close_range(0, static_cast<unsigned>(status_fd) - 1, 0);
-  ::close_range(static_cast<unsigned>(status_fd) + 1, ~0U, 0);
-  for (;;) {
-    int raw = 0;
-    pid_t p = ::wait(&raw);
-    if (p == program) {
-      ssize_t ignored = ::write(status_fd, &raw, sizeof raw);
-      (void)ignored;
-      ::_exit(0);
-    }
-    if (p < 0 && errno == ECHILD) ::_exit(0);
-  }
-}
-
-// The sandbox, between fork and exec; returns in the process that is to exec. `report` is fd 5.
-void sandboxed_child(const sandbox::Plan& plan, int report) {
-  using namespace sandbox;
-  ChildReport layers{static_cast<int>(ChildStage::kLayers), 0, -1, {}};
-  for (int& e : layers.layers) e = -1;
-  auto done = [&](Layer l, int err) {
-    layers.layers[l] = err;
-    if (err != 0 && plan.mode == Mode::strict) child_fail(report, ChildStage::kSandbox, err, l);
-    return err == 0;
-  };
-  if (plan.want[kUserNs]) done(kUserNs, enter_user_namespace(plan));
-  for (Layer l : {kMountNs, kNetNs, kIpcNs, kPidNs})
-    if (plan.want[l]) done(l, enter_namespace(l));
-  const bool pid_ns = plan.want[kPidNs] && layers.layers[kPidNs] == 0;
-  int status_pipe[2] = {-1, -1};
-  if (pid_ns) {
-    if (::pipe2(status_pipe, O_CLOEXEC) != 0) child_fail(report, ChildStage::kSandbox, errno, kPidNs);
-    pid_t init = ::fork();
-    if (init < 0) child_fail(report, ChildStage::kSandbox, errno, kPidNs);
-    if (init > 0) {
-      ::close(status_pipe[1]);
-      relay(init, status_pipe[0]);
-    }
-    ::close(status_pipe[0]);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the relay gone: the namespace goes
-  }
-  if (plan.want[kMountNs] && layers.layers[kMountNs] == 0) done(kMountNs, setup_mounts(plan, pid_ns));
-  if (pid_ns) {
-    pid_t program = ::fork();
-    if (program < 0) child_fail(report, ChildStage::kSandbox, errno, kPidNs);
-    if (program > 0) init_loop(program, status_pipe[1]);
-    ::close(status_pipe[1]);
-  }
-  if (plan.want[kLimits]) done(kLimits, apply_limits(plan));
-  if (plan.want[kNoNewPrivs]) done(kNoNewPrivs, apply_no_new_privs());
-  if (plan.want[kLandlock]) done(kLandlock, apply_landlock(plan));
-  if (plan.want[kCaps] || plan.want[kUid]) {
-    int err = drop_identity(plan);
-    if (plan.want[kCaps]) done(kCaps, err);
-    if (plan.want[kUid]) done(kUid, err);
-  }
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a change of uid cleared it
-  if (plan.want[kSeccomp]) done(kSeccomp, apply_seccomp(plan));
-  ssize_t ignored = ::write(report, &layers, sizeof layers);
-  (void)ignored;
 }
 
 // What the child runs, built before fork: after fork only async-signal-safe calls.
@@ -270,53 +172,14 @@ std::string open_fds(const SpawnOptions& options, SpawnFds& fds, int& out_fd) {
   return "";
 }
 
-// The child, after fork: own process group, descriptors 0-5 in place, the sandbox, exec.
+// The child, after fork: set up (util/child_setup.h), exec.
 [[noreturn]] void exec_child(const SpawnOptions& options, const SpawnFds& fds, int out_fd, ExecPlan& plan,
                              pid_t parent_pid) {
-  // Own process group, default SIGPIPE, empty signal mask; killed if the supervisor
-  // dies (SIGKILL included), so no worker outlives it as an orphan. The death signal follows
-  // the forking thread, and kbv forks only from threads that outlive their workers.
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent_pid) ::_exit(127);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  ::sigaction(SIGPIPE, &dfl, nullptr);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-
-  // Lift every source fd above the targets first so that no dup2 clobbers another source.
-  const int kHigh = 10;
-  int report = ::fcntl(fds.report_pipe[1], F_DUPFD_CLOEXEC, kHigh);
-  if (report < 0) child_fail(fds.report_pipe[1], ChildStage::kSetup);
-  int hi_null = ::fcntl(fds.null_fd, F_DUPFD_CLOEXEC, kHigh);
-  int hi_out = ::fcntl(out_fd, F_DUPFD_CLOEXEC, kHigh);
-  if (hi_null < 0 || hi_out < 0) child_fail(report, ChildStage::kSetup);
-  int hi_p_in = -1, hi_p_out = -1;
-  if (options.protocol_pipes) {
-    hi_p_in = ::fcntl(fds.in_pipe[0], F_DUPFD_CLOEXEC, kHigh);
-    hi_p_out = ::fcntl(fds.out_pipe[1], F_DUPFD_CLOEXEC, kHigh);
-    if (hi_p_in < 0 || hi_p_out < 0) child_fail(report, ChildStage::kSetup);
-  }
-  // The report pipe lives at fd 5 (close-on-exec), everything above it is closed.
-  if (::dup3(report, 5, O_CLOEXEC) < 0) child_fail(report, ChildStage::kSetup);
-  report = 5;
-  if (::dup2(hi_null, 0) < 0 || ::dup2(hi_out, 1) < 0 || ::dup2(hi_out, 2) < 0)
-    child_fail(report, ChildStage::kSetup);
-  if (options.protocol_pipes) {
-    if (::dup2(hi_p_in, 3) < 0 || ::dup2(hi_p_out, 4) < 0) child_fail(report, ChildStage::kSetup);
-  } else {
-    ::close(3);
-    ::close(4);
-  }
-  if (::close_range(6, ~0U, 0) != 0) {
-    for (int fd = 6; fd < plan.max_fd; ++fd) ::close(fd);
-  }
-  if (options.sandbox) sandboxed_child(*options.sandbox, report);
-  if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) child_fail(report, ChildStage::kChdir);
+  child_setup::ChildFds from{fds.null_fd, out_fd, options.protocol_pipes ? fds.in_pipe[0] : options.control_fd,
+                             options.protocol_pipes ? fds.out_pipe[1] : -1, fds.report_pipe[1]};
+  child_setup::setup_child(from, parent_pid, options.sandbox, plan.cwd.c_str(), plan.max_fd);
   ::execve(plan.program.c_str(), plan.argv_ptrs.data(), plan.env_ptrs.data());
-  child_fail(report, ChildStage::kExec);
+  child_fail(5, ChildStage::kExec);
 }
 
 // Reports until end of file (the exec closed the last copy of the pipe): the sandbox's layers,
@@ -442,5 +305,115 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd, 
 std::optional<Child> spawn(const SpawnOptions& options, std::string& error) {
   return spawn_with_output(options, -1, error);
 }
+
+// The zygote's side of this is worker/zygote.cc; the order below is what makes the fork kbv's own
+// child, registered before it is one: the zygote forks an intermediate process, which forks the
+// worker, reports the worker's pid here and waits; this process registers the pid and writes "g";
+// the intermediate process reads it and ends, so the worker is handed to the nearest subreaper,
+// this process (become_subreaper); the worker waits to see this process as its parent and only
+// then reads the request (the rest of the socket) and sets itself up as exec_child would.
+std::optional<Child> spawn_forked(const SpawnOptions& options, int zygote_socket, const ForkRequestText& request,
+                                  bool& zygote_failed, std::string& error) {
+  error.clear();
+  zygote_failed = false;
+  int out_fd = -1;
+  SpawnFds fds;
+  error = open_fds(options, fds, out_fd);
+  int req[2] = {-1, -1};
+  if (error.empty() && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, req) != 0)
+    error = "cannot create the worker zygote's request socket: " + errno_text(errno);
+  if (!error.empty()) {
+    fds.close_all();
+    return std::nullopt;
+  }
+  become_subreaper();
+  const std::string text = request(child_environment(options));
+  auto fail_zygote = [&](const std::string& why) {
+    zygote_failed = true;
+    error = "the worker zygote: " + why;
+    fds.close_all();
+    close_fd(req[0]);
+    close_fd(req[1]);
+    return std::nullopt;
+  };
+  // One byte and the six descriptors, in one message.
+  int send[6] = {fds.null_fd, out_fd, fds.in_pipe[0], fds.out_pipe[1], fds.report_pipe[1], req[1]};
+  char byte = 'f';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof send)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof send);
+  std::memcpy(CMSG_DATA(c), send, sizeof send);
+  ssize_t sent;
+  do sent = ::sendmsg(zygote_socket, &msg, MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent != 1) return fail_zygote("cannot send it a request: " + errno_text(errno));
+  // Only the fork holds the child's ends now.
+  close_fd(fds.report_pipe[1]);
+  close_fd(fds.in_pipe[0]);
+  close_fd(fds.out_pipe[1]);
+  close_fd(fds.null_fd);
+  close_fd(req[1]);
+  close_fd(fds.log_fd);  // out_fd: the same descriptor
+
+  ChildReport first{};
+  ssize_t got = 0;
+  while (got < static_cast<ssize_t>(sizeof first)) {
+    ssize_t n = ::read(fds.report_pipe[0], reinterpret_cast<char*>(&first) + got, sizeof first - static_cast<size_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += n;
+  }
+  if (got != static_cast<ssize_t>(sizeof first) || first.stage != static_cast<int>(ChildStage::kPid) || first.err <= 0)
+    return fail_zygote(got == static_cast<ssize_t>(sizeof first) ? "could not fork: " + errno_text(first.err)
+                                                                  : "ended without forking");
+  const pid_t pid = first.err;
+  {
+    std::lock_guard<std::mutex> registering(g_children_mutex);
+    g_children.insert(pid);
+  }
+  if (fds.log_read >= 0) {  // the pump owns both ends from here
+    pump_log(fds.log_read, fds.log_file, options.log_path, *options.log_cap);
+    fds.log_read = fds.log_file = -1;
+  }
+  const std::string go = "g" + text;
+  size_t off = 0;
+  while (off < go.size()) {
+    ssize_t n = ::send(req[0], go.data() + off, go.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  close_fd(req[0]);  // end of the request
+
+  ChildReport report{};
+  sandbox::ChildLayers layers;
+  got = off == go.size() ? read_reports(fds.report_pipe[0], report, layers) : -1;
+  close_fd(fds.report_pipe[0]);
+  if (got != 0) {
+    kill_group(pid);  // reaps it once it is ours; a worker never adopted ends when its parent does
+    forget_child(pid);
+    error = got < 0 ? "cannot send the worker zygote's fork its request" : setup_failure(options.argv[0], options.cwd.string(), report, got);
+    close_fd(fds.in_pipe[1]);
+    close_fd(fds.out_pipe[0]);
+    return std::nullopt;
+  }
+  Child child;
+  child.pid = pid;
+  child.to_child = fds.in_pipe[1];
+  child.from_child = fds.out_pipe[0];
+  child.layers = layers;
+  child.program_pid = pid;
+  if (options.sandbox && layers.err[sandbox::kPidNs] == 0) child.program_pid = program_in_namespace(pid);
+  return child;
+}
+
 
 }  // namespace kbv

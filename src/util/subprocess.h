@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,6 +30,9 @@ struct SpawnOptions {
   // child the namespace's init (it reaps; when it ends the kernel kills everything in the
   // namespace), and the init's child runs the program. All three are in the child's process group.
   const sandbox::Plan* sandbox = nullptr;
+  // With protocol_pipes false: a descriptor of the caller's that becomes the child's fd 3 (the
+  // worker zygote's socket, util/zygote.h). -1: none.
+  int control_fd = -1;
 };
 
 struct Child {
@@ -42,6 +46,16 @@ struct Child {
 // Starts a child in a new process group (setpgid(0,0)). Returns std::nullopt and sets
 // `error` when fork/exec set-up fails (exec failure of argv[0] is reported, not a silent exit).
 std::optional<Child> spawn(const SpawnOptions& options, std::string& error);
+
+// The same child made by the worker zygote on `zygote_socket` (util/zygote.h) instead of fork and
+// exec: the zygote forks, the fork serves as a worker with the options' environment,
+// folder, descriptors and sandbox. `zygote_failed`: the zygote itself did not answer (gone, or
+// could not fork); the caller may start the child the usual way.
+// `request` makes what the fork reads on its request socket from its whole environment (the
+// supervisor's msg::ForkRequest; util does not know the message).
+using ForkRequestText = std::function<std::string(const std::vector<std::string>& env)>;
+std::optional<Child> spawn_forked(const SpawnOptions& options, int zygote_socket, const ForkRequestText& request,
+                                  bool& zygote_failed, std::string& error);
 
 // How a child ended, in words a user can act on.
 struct ExitStatus {

@@ -77,7 +77,7 @@ at::Tensor poison_free_memory(const std::vector<at::Tensor>& like) {
 std::string why_not_sampled(const std::string& device) {
   if (device != "cpu") return "CPU sampling audits CPU runs; on the GPU the kernels are audited by CUPTI";
   if (!KBV_SAMPLER) return "no CPU sampler for this architecture";
-  if (g_own_dir.empty()) return "TORCH_EXTENSIONS_DIR is not set: the candidate's own objects are unknown";
+  if (own_dir().empty()) return "TORCH_EXTENSIONS_DIR is not set: the candidate's own objects are unknown";
   return "";
 }
 
@@ -144,7 +144,7 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
 
   // The candidate's own extension functions (worker/own_calls.h): the first call records their
   // calls, which the sampler then replays alone.
-  OwnFunctions own(g_own_dir);
+  OwnFunctions own(own_dir());
   // The trials were the warm-up: threads that exist now (torch's pools) are the baseline.
   std::set<int> before = thread_ids();
   g_count.store(0);
@@ -266,7 +266,7 @@ json CandidateAudit::first(const std::vector<py::object>& args, const ForwardFn&
 
 json CandidateAudit::ablation(const ForwardFn& forward, const Tolerance& tolerance,
                               const std::vector<at::Tensor>& genuine) {
-  OwnFunctions own(g_own_dir);
+  OwnFunctions own(own_dir());
   if (own.empty())
     return {{"ran", false},
             {"reason", "no pybind11 function of a module loaded from the extension folder was found"}};

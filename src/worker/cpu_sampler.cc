@@ -26,8 +26,7 @@ namespace kbv::audit {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Own code: shared objects loaded from the candidate's extension folder. Read when this module
-// is loaded, before any candidate code runs (which could change os.environ).
+// Own code: shared objects loaded from the candidate's extension folder (own_dir(), cpu_sampler.h).
 std::string canonical_or_empty(const char* p) {
   if (!p || !*p) return "";
   char* r = realpath(p, nullptr);
@@ -38,7 +37,15 @@ std::string canonical_or_empty(const char* p) {
 }
 }  // namespace
 
-const std::string g_own_dir = canonical_or_empty(std::getenv("TORCH_EXTENSIONS_DIR"));
+std::string g_own_dir;
+bool g_own_dir_read = false;
+
+const std::string& own_dir() { return g_own_dir; }
+void read_own_dir() {
+  if (g_own_dir_read) return;  // once: a later call may come after candidate code ran
+  g_own_dir = canonical_or_empty(std::getenv("TORCH_EXTENSIONS_DIR"));
+  g_own_dir_read = true;
+}
 
 namespace {
 

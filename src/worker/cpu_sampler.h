@@ -22,9 +22,12 @@ constexpr size_t kMaxSamples = 1 << 17;
 extern std::atomic<size_t> g_count;  // samples taken (may pass kMaxSamples: the rest are dropped)
 extern std::atomic<bool> g_active;   // samples count only while set
 
-// The candidate's extension folder (TORCH_EXTENSIONS_DIR, canonical), read when this module is
-// loaded, before any candidate code runs (which could change os.environ); "" when not set.
-extern const std::string g_own_dir;
+// The candidate's extension folder (TORCH_EXTENSIONS_DIR, canonical); "" when not set. Read once,
+// by read_own_dir() as serve() starts, before any candidate code runs (which could change
+// os.environ): not when the module is loaded, which in a worker forked by the zygote
+// (worker/zygote.h) was before the worker's environment was set.
+const std::string& own_dir();
+void read_own_dir();
 
 // Installs the SIGPROF handler once (it stays); false and `error` when it cannot.
 bool install_handler(std::string& error);

@@ -21,6 +21,8 @@
 #include <torch/extension.h>
 
 #include "proto/channel.h"
+#include "worker/cpu_sampler.h"
+#include "worker/zygote.h"
 #include "proto/messages.h"
 #include "worker/build_role.h"
 #include "worker/candidate.h"
@@ -108,6 +110,7 @@ json answer(const Role& role, const std::string& role_name, const json& request)
 }
 
 int serve(const std::string& role_name, int in_fd, int out_fd) {
+  audit::read_own_dir();  // before any candidate code (worker/cpu_sampler.h)
   // The protocol fds must not leak into compilers or anything the candidate starts.
   fcntl(in_fd, F_SETFD, FD_CLOEXEC);
   fcntl(out_fd, F_SETFD, FD_CLOEXEC);
@@ -139,4 +142,5 @@ int serve(const std::string& role_name, int in_fd, int out_fd) {
 PYBIND11_MODULE(kbv_worker, m) {
   m.doc() = "kbv worker harness (C++); see DESIGN.md";
   m.def("serve", &kbv::serve, py::arg("role"), py::arg("in_fd") = 3, py::arg("out_fd") = 4);
+  m.def("zygote", &kbv::zygote);
 }

@@ -1,0 +1,151 @@
+#include "supervisor/zygote.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "proto/messages.h"
+#include "sandbox/sandbox.h"
+
+namespace kbv {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// At most this many zygotes at once (each holds an interpreter with torch, ~600 MB resident): a
+// new key past it replaces the one used least recently.
+constexpr size_t kMaxZygotes = 4;
+
+struct Zygote {
+  int socket = -1;  // ours; the zygote's end is its fd 3
+  int pid = -1;
+  uint64_t used = 0;
+  ~Zygote() {
+    if (socket >= 0) ::close(socket);  // it ends on the closed socket
+    if (pid > 0) kill_group(pid);
+  }
+};
+
+std::mutex g_mutex;
+std::map<std::string, std::shared_ptr<Zygote>> g_zygotes;  // by key_of(); held while a fork is asked for
+uint64_t g_uses = 0;
+
+std::string key_of(const std::string& python, const fs::path& worker_dir, const std::map<std::string, std::string>& env) {
+  nlohmann::json k = {python, worker_dir.string(), nlohmann::json::object()};
+  for (const auto& [name, value] : env)
+    if (!read_after_start(name)) k[2][name] = value;
+  return k.dump();
+}
+
+// The zygote: no sandbox (it runs kbv's code only, and every fork applies its own), no pipes, the
+// socket at fd 3, the workers' environment less what only a started worker reads.
+std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, const std::string& python, const fs::path& worker_dir,
+                                     std::string& error) {
+  static std::atomic<unsigned> serial{0};
+  int sv[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    error = "cannot create the worker zygote's socket";
+    return nullptr;
+  }
+  SpawnOptions o;
+  o.argv = {python, "-I", "-c",
+            "import sys; sys.path.insert(0, '" + worker_dir.string() +
+                "'); import torch, kbv_worker\n"
+                "forked = kbv_worker.zygote()\n"
+                "if forked is None: sys.exit(0)\n"
+                "import os\n"
+                "role, env = forked\n"
+                "os.environ.clear()\n"
+                "os.environ.update(env)\n"
+                "sys.argv = ['-c', role]\n"
+                "sys.exit(kbv_worker.serve(role))\n"};
+  for (const auto& [name, value] : worker.env_set)
+    if (!read_after_start(name)) o.env_set[name] = value;
+  o.env_unset = worker.env_unset;
+  if (!worker.log_path.empty())
+    o.log_path = worker.log_path.parent_path() / fmt::format("zygote-{}-{}.log", ::getpid(), serial++);
+  o.log_cap = LogCap{};
+  o.protocol_pipes = false;
+  o.control_fd = sv[1];
+  std::optional<Child> child = spawn(o, error);
+  ::close(sv[1]);
+  if (!child) {
+    ::close(sv[0]);
+    return nullptr;
+  }
+  auto z = std::make_unique<Zygote>();
+  z->socket = sv[0];
+  z->pid = child->pid;
+  return z;
+}
+
+}  // namespace
+
+bool read_after_start(const std::string& name) {
+  // HOME, TMPDIR: Python's tempfile and torch read them when used; TORCH_EXTENSIONS_DIR, CXX: the
+  // build and the candidate's load; KBV_SHM_SHARED, TORCH_EXTENSIONS_DIR: kbv_worker as serve()
+  // starts (worker/cpu_sampler.h, worker/transfer.cc); CUDA_VISIBLE_DEVICES: CUDA's start, which
+  // no zygote makes.
+  static const std::set<std::string> kNames = {"HOME", "TMPDIR", "TORCH_EXTENSIONS_DIR", "CXX", "KBV_SHM_SHARED",
+                                               "CUDA_VISIBLE_DEVICES"};
+  return kNames.count(name) > 0;
+}
+
+std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string& python, const fs::path& worker_dir,
+                                  const std::string& role, bool& zygote_used, std::string& error) {
+  zygote_used = false;
+  const std::string key = key_of(python, worker_dir, options.env_set);
+  auto request = [&](const std::vector<std::string>& env) {
+    msg::ForkRequest r;
+    r.env = env;
+    r.role = role;
+    r.cwd = options.cwd.string();
+    if (options.sandbox) r.sandbox = sandbox::plan_to_json(*options.sandbox);
+    return msg::to_json(r).dump();
+  };
+  // Twice at most: a zygote that has ended (the thread that started it ended, and its death signal
+  // with it) is replaced once; then spawn().
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::shared_ptr<Zygote> zygote;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      auto it = g_zygotes.find(key);
+      if (it == g_zygotes.end()) {
+        if (g_zygotes.size() >= kMaxZygotes) {
+          auto oldest = std::min_element(g_zygotes.begin(), g_zygotes.end(),
+                                         [](const auto& a, const auto& b) { return a.second->used < b.second->used; });
+          g_zygotes.erase(oldest);
+        }
+        std::string why;
+        std::shared_ptr<Zygote> z = start_zygote(options, python, worker_dir, why);
+        if (!z) break;
+        it = g_zygotes.emplace(key, std::move(z)).first;
+      }
+      it->second->used = ++g_uses;
+      zygote = it->second;
+    }
+    bool zygote_failed = false;
+    std::optional<Child> child = spawn_forked(options, zygote->socket, request, zygote_failed, error);
+    if (child) {
+      zygote_used = true;
+      return child;
+    }
+    if (!zygote_failed) return std::nullopt;  // the worker itself could not be set up: as spawn() says
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_zygotes.find(key);
+    if (it != g_zygotes.end() && it->second == zygote) g_zygotes.erase(it);
+  }
+  return spawn(options, error);
+}
+
+}  // namespace kbv
