@@ -480,20 +480,16 @@ KBV_REPLY(LoadProblemReply)
 KBV_REPLY(LoadCandidateReply)
 KBV_REQUEST(DescribeRequest)
 KBV_REPLY(DescribeReply)
-json to_json(const ForkRequest& m) {
-  json j = json::object();
-  Writer w{j};
-  fields(w, m);
-  return j;
-}
-std::string from_json(const json& j, ForkRequest& m) { return read(j, m); }
-json to_json(const InputShape& m) {
-  json j = json::object();
-  Writer w{j};
-  fields(w, m);
-  return j;
-}
-std::string from_json(const json& j, InputShape& m) { return read(j, m); }
+#define KBV_BARE(T)                                                         \
+  json to_json(const T& m) {                                                \
+    json j = json::object();                                                \
+    Writer w{j};                                                            \
+    fields(w, m);                                                           \
+    return j;                                                               \
+  }                                                                         \
+  std::string from_json(const json& j, T& m) { return read(j, m); }
+KBV_BARE(InputShape)
+KBV_BARE(ForkRequest)
 KBV_REQUEST(KernelbenchSeedsRequest)
 KBV_REPLY(KernelbenchSeedsReply)
 KBV_REQUEST(InputsRequest)
@@ -527,5 +523,6 @@ KBV_REQUEST(PingRequest)
 KBV_REQUEST(DrawAsk)
 #undef KBV_REQUEST
 #undef KBV_REPLY
+#undef KBV_BARE
 
 }  // namespace kbv::msg

@@ -90,8 +90,9 @@ std::unique_ptr<WorkerProcess> take_candidate_kind(Record& record, const char* r
     env_vars["OMP_NUM_THREADS"] = n;
     env_vars["MKL_NUM_THREADS"] = n;
   }
-  auto w = reference.warm().take(options.worker, env_vars, {pair.solution_path, ref, built.read},
-                                 ms(options.timeouts.load_s), warm, error);
+  WorkerTarget target{pair.solution_path, ref, built.read};
+  target.start_cpus = options.cpu.cpus;  // as many CPUs as OMP_NUM_THREADS above, from its start
+  auto w = reference.warm().take(options.worker, env_vars, target, ms(options.timeouts.load_s), warm, error);
   if (w) pin_to_budget(record, *w, role, options);
   return w;
 }

@@ -166,6 +166,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
   const unsigned n = serial++;
   o.log_path = config.log_dir / fmt::format("{}-{}-{}.log", role, getpid(), n);
   o.log_cap = LogCap{};  // a worker's output is bounded (16 MiB, the last 1 MiB kept): util/log_pump.h
+  o.cpus = target.start_cpus;
   auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
   w->role_ = role;
   w->log_path_ = o.log_path;

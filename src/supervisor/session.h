@@ -49,6 +49,9 @@ struct WorkerTarget {
   // A pre-started candidate (supervisor/warm_pool.h): no solution yet, and its build folder
   // (/tmp/kbv-ext) is a folder of its own scratch, filled when it is handed its candidate.
   bool warm = false;
+  // CPUs it is pinned to before it starts (spawn's SpawnOptions::cpus): a candidate's OpenMP counts
+  // the CPUs it may use when it loads. Empty: kbv's own.
+  std::vector<int> start_cpus = {};
 };
 
 // Finds the python and the worker module: --python / KBV_PYTHON / the build's default;

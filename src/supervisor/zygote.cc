@@ -23,32 +23,37 @@ namespace fs = std::filesystem;
 namespace {
 
 // At most this many zygotes at once (each holds an interpreter with torch, ~600 MB resident): a
-// new key past it replaces the one used least recently.
-constexpr size_t kMaxZygotes = 4;
+// new key past it replaces the one used least recently. A CPU evaluation takes two (the reference
+// and its build; the candidates on their CPU budget), so eight serve four pairs at once.
+constexpr size_t kMaxZygotes = 8;
 
 struct Zygote {
   int socket = -1;  // ours; the zygote's end is its fd 3
   int pid = -1;
   uint64_t used = 0;
-  ~Zygote() {
+  ~Zygote() {  // when replaced or evicted
     if (socket >= 0) ::close(socket);  // it ends on the closed socket
     if (pid > 0) kill_group(pid);
   }
 };
 
-std::mutex g_mutex;
-std::map<std::string, std::shared_ptr<Zygote>> g_zygotes;  // by key_of(); held while a fork is asked for
+// Never destroyed: at exit the kernel closes the sockets and each zygote ends on it (or on its
+// death signal); a destructor run then could use util's registry after its own destruction.
+std::mutex& g_mutex = *new std::mutex;
+// By key_of(); a zygote is held (shared) while a fork is asked of it.
+std::map<std::string, std::shared_ptr<Zygote>>& g_zygotes = *new std::map<std::string, std::shared_ptr<Zygote>>;
 uint64_t g_uses = 0;
 
-std::string key_of(const std::string& python, const fs::path& worker_dir, const std::map<std::string, std::string>& env) {
-  nlohmann::json k = {python, worker_dir.string(), nlohmann::json::object()};
+std::string key_of(const std::string& python, const fs::path& worker_dir, const std::map<std::string, std::string>& env,
+                   const std::vector<int>& cpus) {
+  nlohmann::json k = {python, worker_dir.string(), nlohmann::json::object(), cpus};
   for (const auto& [name, value] : env)
     if (!read_after_start(name)) k[2][name] = value;
   return k.dump();
 }
 
 // The zygote: no sandbox (it runs kbv's code only, and every fork applies its own), no pipes, the
-// socket at fd 3, the workers' environment less what only a started worker reads.
+// socket at fd 3, the workers' environment less what only a started worker reads, their start CPUs.
 std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, const std::string& python, const fs::path& worker_dir,
                                      std::string& error) {
   static std::atomic<unsigned> serial{0};
@@ -77,6 +82,7 @@ std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, const std::stri
   o.log_cap = LogCap{};
   o.protocol_pipes = false;
   o.control_fd = sv[1];
+  o.cpus = worker.cpus;  // pinned from its start: OpenMP counts them as torch loads it
   std::optional<Child> child = spawn(o, error);
   ::close(sv[1]);
   if (!child) {
@@ -104,7 +110,7 @@ bool read_after_start(const std::string& name) {
 std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string& python, const fs::path& worker_dir,
                                   const std::string& role, bool& zygote_used, std::string& error) {
   zygote_used = false;
-  const std::string key = key_of(python, worker_dir, options.env_set);
+  const std::string key = key_of(python, worker_dir, options.env_set, options.cpus);
   auto request = [&](const std::vector<std::string>& env) {
     msg::ForkRequest r;
     r.env = env;

@@ -109,7 +109,8 @@ void sandboxed_child(const sandbox::Plan& plan, int report) {
 
 }  // namespace
 
-void setup_child(const ChildFds& fds, pid_t parent, const sandbox::Plan* plan, const char* cwd, int max_fd) {
+void setup_child(const ChildFds& fds, pid_t parent, const cpu_set_t* cpus, const sandbox::Plan* plan, const char* cwd,
+                 int max_fd) {
   // Own process group, default SIGPIPE, empty signal mask; killed if the supervisor
   // dies (SIGKILL included), so no worker outlives it as an orphan. The death signal follows
   // the forking thread, and kbv forks only from threads that outlive their workers.
@@ -145,6 +146,7 @@ void setup_child(const ChildFds& fds, pid_t parent, const sandbox::Plan* plan, c
   if (::close_range(6, ~0U, 0) != 0) {
     for (int fd = 6; fd < max_fd; ++fd) ::close(fd);
   }
+  if (cpus && ::sched_setaffinity(0, sizeof *cpus, cpus) != 0) child_fail(report, ChildStage::kSetup);
   if (plan) sandboxed_child(*plan, report);
   if (cwd && *cwd && ::chdir(cwd) != 0) child_fail(report, ChildStage::kChdir);
 }

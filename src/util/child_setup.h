@@ -3,6 +3,7 @@
 // zygote's forks (worker/zygote.cc: then kbv_worker.serve in the same process, no exec).
 // After fork only async-signal-safe calls: the parent may have had threads.
 #pragma once
+#include <sched.h>
 #include <sys/types.h>
 
 #include "sandbox/sandbox.h"
@@ -32,8 +33,10 @@ struct ChildFds {
 
 // In the child: a process group of its own, killed with its parent (`parent`: the process that
 // must be its parent now; otherwise it ends at once), SIGPIPE default and no signal blocked, the
-// descriptors in place, the sandbox (`plan`, may be null), the folder (`cwd`, "" to keep).
-// Returns in the process that is to run the program; a failure is reported on fd 5 and ends it.
-void setup_child(const ChildFds& fds, pid_t parent, const sandbox::Plan* plan, const char* cwd, int max_fd);
+// descriptors in place, pinned to `cpus` (null: as it is), the sandbox (`plan`, may be null), the
+// folder (`cwd`, "" to keep). Returns in the process that is to run the program; a failure is
+// reported on fd 5 and ends it.
+void setup_child(const ChildFds& fds, pid_t parent, const cpu_set_t* cpus, const sandbox::Plan* plan, const char* cwd,
+                 int max_fd);
 
 }  // namespace kbv::child_setup

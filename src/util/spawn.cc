@@ -16,6 +16,7 @@
 #include "util/subprocess_internal.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -112,6 +113,8 @@ struct ExecPlan {
   std::vector<char*> argv_ptrs, env_ptrs;
   std::string cwd;
   int max_fd = 65536;
+  cpu_set_t cpus;
+  bool pin = false;
 };
 void plan_exec(const SpawnOptions& options, ExecPlan& plan) {
   plan.env = child_environment(options);
@@ -121,6 +124,10 @@ void plan_exec(const SpawnOptions& options, ExecPlan& plan) {
   for (const auto& e : plan.env) plan.env_ptrs.push_back(const_cast<char*>(e.c_str()));
   plan.env_ptrs.push_back(nullptr);
   plan.cwd = options.cwd.string();
+  CPU_ZERO(&plan.cpus);
+  for (int c : options.cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &plan.cpus);
+  plan.pin = !options.cpus.empty();
   struct rlimit nofile {};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
     plan.max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
@@ -177,7 +184,8 @@ std::string open_fds(const SpawnOptions& options, SpawnFds& fds, int& out_fd) {
                              pid_t parent_pid) {
   child_setup::ChildFds from{fds.null_fd, out_fd, options.protocol_pipes ? fds.in_pipe[0] : options.control_fd,
                              options.protocol_pipes ? fds.out_pipe[1] : -1, fds.report_pipe[1]};
-  child_setup::setup_child(from, parent_pid, options.sandbox, plan.cwd.c_str(), plan.max_fd);
+  child_setup::setup_child(from, parent_pid, plan.pin ? &plan.cpus : nullptr, options.sandbox, plan.cwd.c_str(),
+                           plan.max_fd);
   ::execve(plan.program.c_str(), plan.argv_ptrs.data(), plan.env_ptrs.data());
   child_fail(5, ChildStage::kExec);
 }
@@ -225,6 +233,18 @@ int program_in_namespace(int pid) {
     parent = found;
   }
   return parent;
+}
+
+// The started child: its pid, the parent's ends of the protocol pipes, what its sandbox reported.
+Child started(int pid, const SpawnFds& fds, const sandbox::ChildLayers& layers, const SpawnOptions& options) {
+  Child child;
+  child.pid = pid;
+  child.to_child = fds.in_pipe[1];
+  child.from_child = fds.out_pipe[0];
+  child.layers = layers;
+  child.program_pid = pid;
+  if (options.sandbox && layers.err[sandbox::kPidNs] == 0) child.program_pid = program_in_namespace(pid);
+  return child;
 }
 
 }  // namespace
@@ -290,14 +310,7 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd, 
     return std::nullopt;
   }
 
-  Child child;
-  child.pid = pid;
-  child.to_child = fds.in_pipe[1];
-  child.from_child = fds.out_pipe[0];
-  child.layers = layers;
-  child.program_pid = pid;
-  if (options.sandbox && layers.err[sandbox::kPidNs] == 0) child.program_pid = program_in_namespace(pid);
-  return child;
+  return started(pid, fds, layers, options);
 }
 
 }  // namespace subprocess_internal
@@ -305,6 +318,8 @@ std::optional<Child> spawn_with_output(const SpawnOptions& options, int out_fd, 
 std::optional<Child> spawn(const SpawnOptions& options, std::string& error) {
   return spawn_with_output(options, -1, error);
 }
+
+constexpr int kZygoteAnswerMs = 120'000;  // a zygote's first answer includes its import of torch
 
 // The zygote's side of this is worker/zygote.cc; the order below is what makes the fork kbv's own
 // child, registered before it is one: the zygote forks an intermediate process, which forks the
@@ -363,8 +378,15 @@ std::optional<Child> spawn_forked(const SpawnOptions& options, int zygote_socket
   close_fd(req[1]);
   close_fd(fds.log_fd);  // out_fd: the same descriptor
 
+  // The zygote may still be importing torch; one that does not answer in time is given up (a
+  // worker exec'd instead then meets the callers' own start-up timeouts).
   ChildReport first{};
   ssize_t got = 0;
+  pollfd ready{fds.report_pipe[0], POLLIN, 0};
+  int polled;
+  do polled = ::poll(&ready, 1, kZygoteAnswerMs);
+  while (polled < 0 && errno == EINTR);
+  if (polled != 1) return fail_zygote("no answer within " + std::to_string(kZygoteAnswerMs / 1000) + " s");
   while (got < static_cast<ssize_t>(sizeof first)) {
     ssize_t n = ::read(fds.report_pipe[0], reinterpret_cast<char*>(&first) + got, sizeof first - static_cast<size_t>(got));
     if (n < 0 && errno == EINTR) continue;
@@ -400,19 +422,13 @@ std::optional<Child> spawn_forked(const SpawnOptions& options, int zygote_socket
   if (got != 0) {
     kill_group(pid);  // reaps it once it is ours; a worker never adopted ends when its parent does
     forget_child(pid);
-    error = got < 0 ? "cannot send the worker zygote's fork its request" : setup_failure(options.argv[0], options.cwd.string(), report, got);
+    error = got < 0 ? "cannot send the worker zygote's fork its request"
+                    : setup_failure(options.argv[0], options.cwd.string(), report, got);
     close_fd(fds.in_pipe[1]);
     close_fd(fds.out_pipe[0]);
     return std::nullopt;
   }
-  Child child;
-  child.pid = pid;
-  child.to_child = fds.in_pipe[1];
-  child.from_child = fds.out_pipe[0];
-  child.layers = layers;
-  child.program_pid = pid;
-  if (options.sandbox && layers.err[sandbox::kPidNs] == 0) child.program_pid = program_in_namespace(pid);
-  return child;
+  return started(pid, fds, layers, options);
 }
 
 

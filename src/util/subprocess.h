@@ -33,6 +33,9 @@ struct SpawnOptions {
   // With protocol_pipes false: a descriptor of the caller's that becomes the child's fd 3 (the
   // worker zygote's socket, util/zygote.h). -1: none.
   int control_fd = -1;
+  // Non-empty: the child is pinned to these CPUs before exec, so what the program loads sees them
+  // (OpenMP counts the CPUs it may use when it loads).
+  std::vector<int> cpus;
 };
 
 struct Child {

@@ -8,6 +8,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -147,8 +148,12 @@ msg::ForkRequest become_worker(pid_t supervisor, const int fds[kFdsPerRequest]) 
   int max_fd = 65536;
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
     max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
-  child_setup::setup_child({fds[0], fds[1], fds[2], fds[3], report}, supervisor, request.sandbox ? &plan : nullptr,
-                           request.cwd.c_str(), max_fd);
+  // Pinned as the zygote was from its start (a zygote serves one set of start CPUs).
+  child_setup::setup_child({fds[0], fds[1], fds[2], fds[3], report}, supervisor, nullptr,
+                           request.sandbox ? &plan : nullptr, request.cwd.c_str(), max_fd);
+  // What exec does for a process whose uid the sandbox changed: dumpable again, so its /proc files
+  // are its own (the memory phase writes /proc/self/clear_refs).
+  ::prctl(PR_SET_DUMPABLE, 1);
   ::close(5);  // the report pipe: its end is what the supervisor reads as "started" (exec's close)
   return request;
 }

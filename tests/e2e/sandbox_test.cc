@@ -234,6 +234,19 @@ TEST(Sandbox, TheGradersProcessesCannotBeSignalledOrPinned) {
   EXPECT_NE(why(off).find("sched_setaffinity on the reference"), std::string::npos) << why(off);
 }
 
+// The worker zygote (DESIGN.md "Worker zygote"): no fork holds the zygote's socket or another
+// worker's request, under any --sandbox; under strict the zygote is out of reach as well.
+TEST(Sandbox, AForkOfTheZygoteHoldsNeitherItsSocketNorAnotherWorkersRequest) {
+  fs::path dir = scratch("zygote");
+  Outcome strict = eval_attack("zygote.py", "strict", dir, {});
+  expect_contained(strict);
+  Outcome off = eval_attack("zygote.py", "off", dir, {{"KBV_ATTACK_SAFE", "1"}});
+  expect_breached(off, "signal 0 to the worker zygote");
+  EXPECT_EQ(why(off).find("SOCK_SEQPACKET"), std::string::npos) << why(off);
+  EXPECT_EQ(why(off).find("fork request"), std::string::npos) << why(off);
+  EXPECT_EQ(why(off).find("the attack is broken"), std::string::npos) << why(off);
+}
+
 // T21 with the timing on: the candidate pins the reference's threads to one CPU and renices them.
 // Strict: the calls fail, nothing to say. Off: kbv finds the change before the baselines are timed,
 // sets it back and warns `reference_disturbed`.

@@ -166,6 +166,62 @@ TEST(SandboxJudge, OffMarksEveryLayer) {
   EXPECT_EQ(j["layers"].size(), static_cast<size_t>(kLayerCount));
 }
 
+// A plan as the worker zygote's fork reads it (sandbox/plan_io.cc): every field comes back, and a
+// plan not read whole is refused rather than applied in part.
+TEST(SandboxPlanJson, ACandidatesPlanComesBackWhole) {
+  Paths paths;
+  paths.read = {"/opt/solution.py"};
+  paths.scratch = "/tmp/kbv-scratch";
+  paths.shm = "/dev/shm/kbv-sbx-1-0";
+  std::string error;
+  Plan plan = make_plan(Mode::best_effort, "candidate", probe(), "/usr/bin/sh", paths, error);
+  ASSERT_EQ(error, "");
+  plan.seccomp_filter = {{0x20, 0, 0, 4}, {0x15, 1, 0, 0xc000003e}, {0x06, 0, 0, 0x7fff0000}};
+  plan.rlimit_resource = {6};
+  plan.rlimit_value = {4096};
+  plan.uid = plan.gid = 65534;
+  plan.drop_uid = true;
+  Plan back;
+  ASSERT_TRUE(plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()), back, error)) << error;
+  EXPECT_EQ(plan_to_json(back), plan_to_json(plan));
+  EXPECT_EQ(back.want, plan.want);
+  EXPECT_EQ(back.mode, plan.mode);
+  ASSERT_EQ(back.binds.size(), plan.binds.size());
+  for (size_t i = 0; i < plan.binds.size(); ++i) {
+    EXPECT_EQ(back.binds[i].source, plan.binds[i].source);
+    EXPECT_EQ(back.binds[i].target, plan.binds[i].target);
+    EXPECT_EQ(back.binds[i].writable, plan.binds[i].writable);
+  }
+  ASSERT_EQ(back.seccomp_filter.size(), 3u);
+  EXPECT_EQ(back.seccomp_filter[1].jt, 1);
+  EXPECT_EQ(back.seccomp_filter[1].k, 0xc000003eu);
+  EXPECT_EQ(back.uid, 65534u);
+  EXPECT_TRUE(back.drop_uid);
+}
+
+TEST(SandboxPlanJson, APlanMissingAFieldOrOfAnotherShapeIsRefused) {
+  nlohmann::json whole = plan_to_json(Plan{});
+  Plan out;
+  std::string error;
+  ASSERT_TRUE(plan_from_json(whole, out, error)) << error;
+  for (const auto& [key, value] : whole.items()) {
+    nlohmann::json less = whole;
+    less.erase(key);
+    Plan p;
+    error.clear();
+    EXPECT_FALSE(plan_from_json(less, p, error)) << key;
+    EXPECT_NE(error.find(key == "binds" || key == "reveals" ? "binds" : key), std::string::npos) << error;
+  }
+  nlohmann::json wrong = whole;
+  wrong["want"] = {true};  // another build's layers
+  EXPECT_FALSE(plan_from_json(wrong, out, error));
+  wrong = whole;
+  wrong["seccomp_filter"] = {{1, 2, 3}};
+  EXPECT_FALSE(plan_from_json(wrong, out, error));
+  EXPECT_NE(error.find("seccomp"), std::string::npos) << error;
+  EXPECT_FALSE(plan_from_json(nlohmann::json::array(), out, error));
+}
+
 // The spawner applying a candidate's plan to a shell: what the child can do from inside.
 class SandboxSpawn : public ::testing::Test {
  protected:
