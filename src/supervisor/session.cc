@@ -247,9 +247,8 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
     o.sandbox = &plan;
   }
 
-  bool forked = false;
-  std::optional<Child> child = config.zygote ? spawn_worker(o, config.python, config.worker_dir, role, forked, error)
-                                             : spawn(o, error);
+  std::optional<Child> child =
+      config.zygote ? spawn_worker(o, config.python, config.worker_dir, role, error) : spawn(o, error);
   if (!child) {
     w->remove_sandbox_files();
     return nullptr;

@@ -108,8 +108,7 @@ bool read_after_start(const std::string& name) {
 }
 
 std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string& python, const fs::path& worker_dir,
-                                  const std::string& role, bool& zygote_used, std::string& error) {
-  zygote_used = false;
+                                  const std::string& role, std::string& error) {
   const std::string key = key_of(python, worker_dir, options.env_set, options.cpus);
   auto request = [&](const std::vector<std::string>& env) {
     msg::ForkRequest r;
@@ -142,10 +141,7 @@ std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string
     }
     bool zygote_failed = false;
     std::optional<Child> child = spawn_forked(options, zygote->socket, request, zygote_failed, error);
-    if (child) {
-      zygote_used = true;
-      return child;
-    }
+    if (child) return child;
     if (!zygote_failed) return std::nullopt;  // the worker itself could not be set up: as spawn() says
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_zygotes.find(key);

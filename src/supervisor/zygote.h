@@ -21,9 +21,9 @@ bool read_after_start(const std::string& name);
 
 // Starts the worker of `options` (its argv runs `kbv_worker.serve(role)` after importing torch) by
 // the zygote of `python` and `worker_dir` for its environment, started the first time; when no
-// zygote can serve, by spawn() itself. `zygote_used` says which.
+// zygote can serve, by spawn() itself.
 std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string& python,
                                   const std::filesystem::path& worker_dir, const std::string& role,
-                                  bool& zygote_used, std::string& error);
+                                  std::string& error);
 
 }  // namespace kbv

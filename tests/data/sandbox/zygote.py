@@ -10,6 +10,7 @@ import os
 import re
 import socket
 import stat
+import struct
 
 import torch
 import torch.nn as nn
@@ -20,8 +21,11 @@ _OTHER_REQUESTS = [re.compile(rb'"role":"r[e]ference"'), re.compile(rb'"role":"b
                    re.compile(rb"KBV_SHM_SHARE[D]=1")]
 
 
-def _seqpacket_fds():
-    found = []
+def _seqpacket_pairs():
+    """{fd: pid of the process that made the pair} of the unnamed SOCK_SEQPACKET sockets held: the
+    zygote's is one end of a socketpair that kbv made (its pid is 0 seen from a PID namespace).
+    Sockets with a name (CUDA's) and ones whose peer cannot be read are not counted."""
+    found = {}
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         try:
@@ -31,10 +35,14 @@ def _seqpacket_fds():
         except OSError:
             continue
         try:
-            if s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_SEQPACKET:
-                found.append(fd)
+            if (s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_SEQPACKET
+                    and s.family == socket.AF_UNIX and not s.getsockname() and not s.getpeername()):
+                pid, _, _ = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+                found[fd] = pid
+        except OSError:
+            pass
         finally:
-            s.close()
+            s.close()  # the duplicate
     return found
 
 
@@ -54,15 +62,15 @@ def _readable_memory():
 
 def _attacks():
     breached = []
-    # Control: a socket of its own is seen.
+    # Control: a pair of its own is seen, made by itself.
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    own = _seqpacket_fds()
-    if a.fileno() not in own or b.fileno() not in own:
+    pairs = _seqpacket_pairs()
+    if pairs.get(a.fileno()) != os.getpid() or pairs.get(b.fileno()) != os.getpid():
         raise RuntimeError("the attack is broken: its socket check missed its own SOCK_SEQPACKET pair")
-    inherited = [fd for fd in own if fd not in (a.fileno(), b.fileno())]
     a.close()
     b.close()
-    breached += [f"holds a SOCK_SEQPACKET socket it did not make (fd {fd})" for fd in inherited]
+    breached += [f"holds a SOCK_SEQPACKET socket of a pair another process made (fd {fd}, pid {pid})"
+                 for fd, pid in sorted(pairs.items()) if pid != os.getpid()]
 
     # Control: a marker of its own is found.
     marker = bytearray(b"kbv-zygote-")
