@@ -351,7 +351,7 @@ struct DrawAsk {
   std::string mark;
 };
 
-// Supervisor -> a worker forked by the zygote (util/zygote.h), on a socket that worker alone reads:
+// Supervisor -> a worker forked by the zygote (supervisor/zygote.h), on a socket that worker alone reads:
 // what exec would have given it. No "op" or "ok".
 struct ForkRequest {
   std::vector<std::string> env;  // required: the whole environment, "NAME=value"

@@ -1,4 +1,4 @@
-// A plan as JSON, for the worker zygote (util/zygote.h): the supervisor makes a worker's plan as
+// A plan as JSON, for the worker zygote (supervisor/zygote.h): the supervisor makes a worker's plan as
 // for a spawn, and the forked child of the zygote reads it back and applies it. The schema is this
 // file's; a field missing or of another type is an error, never a default: a plan that is not read
 // whole is not applied.

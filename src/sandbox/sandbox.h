@@ -106,7 +106,7 @@ struct Plan {
 Plan make_plan(Mode mode, const std::string& role, const Availability& a, const std::string& python,
                const Paths& paths, std::string& error);
 
-// A plan as JSON and back (plan_io.cc), for a worker forked by the zygote (util/zygote.h). Reading
+// A plan as JSON and back (plan_io.cc), for a worker forked by the zygote (supervisor/zygote.h). Reading
 // fails (false, `error`) on any field missing or of another type.
 nlohmann::json plan_to_json(const Plan& plan);
 bool plan_from_json(const nlohmann::json& j, Plan& plan, std::string& error);

@@ -44,12 +44,14 @@ std::mutex& g_mutex = *new std::mutex;
 std::map<std::string, std::shared_ptr<Zygote>>& g_zygotes = *new std::map<std::string, std::shared_ptr<Zygote>>;
 uint64_t g_uses = 0;
 
+// Bytes, not JSON: an environment value need not be UTF-8 text.
 std::string key_of(const std::string& python, const fs::path& worker_dir, const std::map<std::string, std::string>& env,
                    const std::vector<int>& cpus) {
-  nlohmann::json k = {python, worker_dir.string(), nlohmann::json::object(), cpus};
+  std::string k = python + '\0' + worker_dir.string() + '\0';
   for (const auto& [name, value] : env)
-    if (!read_after_start(name)) k[2][name] = value;
-  return k.dump();
+    if (!read_after_start(name)) k += name + '=' + value + '\0';
+  for (int c : cpus) k += std::to_string(c) + ',';
+  return k;
 }
 
 // The zygote: no sandbox (it runs kbv's code only, and every fork applies its own), no pipes, the
@@ -110,13 +112,21 @@ bool read_after_start(const std::string& name) {
 std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string& python, const fs::path& worker_dir,
                                   const std::string& role, std::string& error) {
   const std::string key = key_of(python, worker_dir, options.env_set, options.cpus);
+  // "" when the request cannot be JSON (an environment value or folder that is not UTF-8): then
+  // the worker is exec'd, which takes any bytes.
+  bool unsendable = false;
   auto request = [&](const std::vector<std::string>& env) {
     msg::ForkRequest r;
     r.env = env;
     r.role = role;
     r.cwd = options.cwd.string();
     if (options.sandbox) r.sandbox = sandbox::plan_to_json(*options.sandbox);
-    return msg::to_json(r).dump();
+    try {
+      return msg::to_json(r).dump();
+    } catch (const nlohmann::json::exception&) {
+      unsendable = true;
+      return std::string();
+    }
   };
   // Twice at most: a zygote that has ended (the thread that started it ended, and its death signal
   // with it) is replaced once; then spawn().
@@ -143,6 +153,7 @@ std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string
     std::optional<Child> child = spawn_forked(options, zygote->socket, request, zygote_failed, error);
     if (child) return child;
     if (!zygote_failed) return std::nullopt;  // the worker itself could not be set up: as spawn() says
+    if (unsendable) break;  // the zygote is fine
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_zygotes.find(key);
     if (it != g_zygotes.end() && it->second == zygote) g_zygotes.erase(it);

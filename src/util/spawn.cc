@@ -351,6 +351,7 @@ std::optional<Child> spawn_forked(const SpawnOptions& options, int zygote_socket
     close_fd(req[1]);
     return std::nullopt;
   };
+  if (text.empty()) return fail_zygote("the worker's request cannot be written");
   // One byte and the six descriptors, in one message.
   int send[6] = {fds.null_fd, out_fd, fds.in_pipe[0], fds.out_pipe[1], fds.report_pipe[1], req[1]};
   char byte = 'f';

@@ -31,7 +31,7 @@ struct SpawnOptions {
   // namespace), and the init's child runs the program. All three are in the child's process group.
   const sandbox::Plan* sandbox = nullptr;
   // With protocol_pipes false: a descriptor of the caller's that becomes the child's fd 3 (the
-  // worker zygote's socket, util/zygote.h). -1: none.
+  // worker zygote's socket, supervisor/zygote.h). -1: none.
   int control_fd = -1;
   // Non-empty: the child is pinned to these CPUs before exec, so what the program loads sees them
   // (OpenMP counts the CPUs it may use when it loads).
@@ -50,12 +50,12 @@ struct Child {
 // `error` when fork/exec set-up fails (exec failure of argv[0] is reported, not a silent exit).
 std::optional<Child> spawn(const SpawnOptions& options, std::string& error);
 
-// The same child made by the worker zygote on `zygote_socket` (util/zygote.h) instead of fork and
+// The same child made by the worker zygote on `zygote_socket` (supervisor/zygote.h) instead of fork and
 // exec: the zygote forks, the fork serves as a worker with the options' environment,
 // folder, descriptors and sandbox. `zygote_failed`: the zygote itself did not answer (gone, or
-// could not fork); the caller may start the child the usual way.
+// could not fork, or `request` gave ""); the caller may start the child the usual way.
 // `request` makes what the fork reads on its request socket from its whole environment (the
-// supervisor's msg::ForkRequest; util does not know the message).
+// supervisor's msg::ForkRequest; util does not know the message); "": it cannot be written.
 using ForkRequestText = std::function<std::string(const std::vector<std::string>& env)>;
 std::optional<Child> spawn_forked(const SpawnOptions& options, int zygote_socket, const ForkRequestText& request,
                                   bool& zygote_failed, std::string& error);

@@ -169,6 +169,7 @@ py::object zygote() {
     if (got < 0) continue;
     PyOS_BeforeFork();
     const pid_t middle = ::fork();
+    const int fork_errno = errno;
     if (middle == 0) {
       PyOS_AfterFork_Child();
       ::close(kControlFd);  // no fork of this process asks the zygote for anything
@@ -177,10 +178,16 @@ py::object zygote() {
       if (worker == 0) {
         PyOS_AfterFork_Child();
         msg::ForkRequest r = become_worker(supervisor, fds);
+        // Decoded as os.environ decodes the environment it starts with (the file system encoding,
+        // undecodable bytes kept as surrogates), so any value an exec'd worker takes comes through.
+        auto text = [](const std::string& s) {
+          return py::reinterpret_steal<py::object>(
+              PyUnicode_DecodeFSDefaultAndSize(s.data(), static_cast<Py_ssize_t>(s.size())));
+        };
         py::dict env;
         for (const std::string& e : r.env) {
           const size_t eq = e.find('=');
-          if (eq != std::string::npos) env[py::str(e.substr(0, eq))] = py::str(e.substr(eq + 1));
+          if (eq != std::string::npos) env[text(e.substr(0, eq))] = text(e.substr(eq + 1));
         }
         return py::make_tuple(r.role, env);
       }
@@ -190,7 +197,7 @@ py::object zygote() {
     }
     PyOS_AfterFork_Parent();
     if (middle < 0) {
-      ChildReport r{static_cast<int>(ChildStage::kSetup), errno, -1, {}};
+      ChildReport r{static_cast<int>(ChildStage::kSetup), fork_errno, -1, {}};
       ssize_t ignored = ::write(fds[4], &r, sizeof r);
       (void)ignored;
     }
