@@ -151,8 +151,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
     error = "the worker folder path contains a quote: " + config.worker_dir.string();
     return nullptr;
   }
-  std::string script = "import sys; sys.path.insert(0, '" + config.worker_dir.string() +
-           "'); import torch, kbv_worker; sys.exit(kbv_worker.serve(sys.argv[1]))";
+  std::string script = import_worker(config.worker_dir) + "; sys.exit(kbv_worker.serve(sys.argv[1]))";
   o.argv = {config.python, "-I", "-c", script, role};
   o.env_set = config.env;
   for (const auto& [k, v] : env) o.env_set[k] = v;

@@ -66,8 +66,8 @@ std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, const std::stri
   }
   SpawnOptions o;
   o.argv = {python, "-I", "-c",
-            "import sys; sys.path.insert(0, '" + worker_dir.string() +
-                "'); import torch, kbv_worker\n"
+            import_worker(worker_dir) +
+                "\n"
                 "forked = kbv_worker.zygote()\n"
                 "if forked is None: sys.exit(0)\n"
                 "import os\n"
@@ -98,6 +98,10 @@ std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, const std::stri
 }
 
 }  // namespace
+
+std::string import_worker(const fs::path& worker_dir) {
+  return "import sys; sys.path.insert(0, '" + worker_dir.string() + "'); import torch, kbv_worker";
+}
 
 bool read_after_start(const std::string& name) {
   // HOME, TMPDIR: Python's tempfile and torch read them when used; TORCH_EXTENSIONS_DIR, CXX: the

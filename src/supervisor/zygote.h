@@ -13,6 +13,10 @@
 
 namespace kbv {
 
+// The Python that starts every worker, exec'd or zygote: the module's folder first on the path, torch
+// and kbv_worker imported. The caller has refused a folder with a quote in it.
+std::string import_worker(const std::filesystem::path& worker_dir);
+
 // Environment variables read only after a worker starts serving (never at the interpreter's or
 // torch's start): a zygote serves workers that differ in them. Any other difference in the
 // environment (the thread variables that OpenMP reads when it is loaded, glibc's tunables) takes
