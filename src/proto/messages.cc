@@ -268,6 +268,7 @@ KBV_FIELDS(ForkRequest) {
   v.required("role", m.role);
   v("cwd", m.cwd);
   v("sandbox", m.sandbox);
+  v("cpus", m.cpus);
 }
 #undef KBV_FIELDS
 

@@ -358,6 +358,9 @@ struct ForkRequest {
   std::string role;              // required: kbv_worker.serve's role
   std::string cwd;               // "": the zygote's
   std::optional<nlohmann::json> sandbox;  // none: no sandbox; else sandbox/plan_io.cc's schema
+  // The CPUs it runs on, set before its sandbox (an exec'd worker's: the ones it was pinned to, or
+  // kbv's own); empty: the zygote's.
+  std::vector<int> cpus;
 };
 
 // ---- conversions ---------------------------------------------------------------------------

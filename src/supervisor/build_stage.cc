@@ -35,6 +35,7 @@ BuildResult build_candidate(const SolutionSource& solution, const std::filesyste
     std::map<std::string, std::string> env_vars = launch.env;
     if (options.gpu) env_vars["CUDA_VISIBLE_DEVICES"] = std::to_string(*options.gpu);
     WorkerTarget target{solution_path, nullptr, launch.read};
+    target.threads = worker_threads(options, env.device);  // the evaluation's zygote; kbv's own CPUs
     auto w = WorkerProcess::start("build", options.worker, env_vars, out.start_error, target);
     if (!w) {
       if (out.start_error.empty()) out.start_error = "unknown error";

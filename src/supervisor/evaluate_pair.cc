@@ -83,15 +83,9 @@ std::unique_ptr<WorkerProcess> take_candidate_kind(Record& record, const char* r
   auto env_vars = device_env(options);
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
   for (const auto& [k, v] : built.env) env_vars[k] = v;  // the build's CXX: torch's up-to-date check holds
-  if (!options.cpu.cpus.empty()) {
-    // The thread budget for the candidate's own OpenMP and MKL teams too (their default is every CPU
-    // the process saw when they started); the affinity set below bounds them either way.
-    const std::string n = std::to_string(options.cpu.threads);
-    env_vars["OMP_NUM_THREADS"] = n;
-    env_vars["MKL_NUM_THREADS"] = n;
-  }
   WorkerTarget target{pair.solution_path, ref, built.read};
-  target.start_cpus = options.cpu.cpus;  // as many CPUs as OMP_NUM_THREADS above, from its start
+  target.threads = options.cpu.cpus.empty() ? 0 : options.cpu.threads;
+  target.start_cpus = options.cpu.cpus;
   auto w = reference.warm().take(options.worker, env_vars, target, ms(options.timeouts.load_s), warm, error);
   if (w) pin_to_budget(record, *w, role, options);
   return w;

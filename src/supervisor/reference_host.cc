@@ -25,9 +25,19 @@ json Environment::to_json() const {
               {"device_name", device_name}};
 }
 
+int worker_threads(const EvalOptions& options, const std::string& device) {
+  if (!options.cpu.cpus.empty()) return options.cpu.threads;
+  if (device.empty() || device == "cuda" || !options.protocol.timing.enabled) return 0;
+  return cpu_budget(options.protocol.timing.cpu_threads).threads;
+}
+
 std::optional<Environment> probe_environment(const EvalOptions& options, std::string& error,
                                              std::unique_ptr<WorkerProcess>* keep) {
-  auto w = WorkerProcess::start("reference", options.worker, device_env(options), error);
+  // Started as the evaluation's other workers will be, when the device is known: it serves as
+  // their reference, and their zygote is the same (supervisor/zygote.h).
+  WorkerTarget target;
+  target.threads = worker_threads(options, options.device);
+  auto w = WorkerProcess::start("reference", options.worker, device_env(options), error, target);
   if (!w) return std::nullopt;
   Reply r = w->call(msg::to_json(msg::HelloRequest{}), ms(options.timeouts.load_s));
   std::optional<msg::HelloReply> hello = reply_as<msg::HelloReply>(r);
@@ -92,7 +102,13 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   // An adopted idle worker (no problem loaded yet) is used as is; otherwise a fresh one.
   if (!(worker_ && worker_->alive() && problem_key_.empty())) reset();
   std::string error;
-  if (!worker_) worker_ = WorkerProcess::start("reference", options.worker, device_env(options), error);
+  if (!worker_) {
+    // On the pair's CPUs and thread budget from its start, as its candidate (thread parity).
+    WorkerTarget target;
+    target.threads = worker_threads(options, options.device);
+    target.start_cpus = options.cpu.cpus;
+    worker_ = WorkerProcess::start("reference", options.worker, device_env(options), error, target);
+  }
   if (!worker_) {
     failure = {"harness_error", "cannot start the reference worker: " + error};
     return nullptr;

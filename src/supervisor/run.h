@@ -65,6 +65,11 @@ struct EvalOptions {
 // import/export, lint-problems, list-problems --shapes): this process's affinity, read once.
 CpuBudget resolve_cpu_budget(const EvalOptions& options);
 
+// The thread budget every worker of an evaluation on `device` starts with (WorkerTarget::threads):
+// that of `options.cpu` once resolved, else the one its CPU lease will have; 0 on the GPU, with
+// timing off or with the device not yet known ("").
+int worker_threads(const EvalOptions& options, const std::string& device);
+
 // Starts a reference worker once to learn the torch version and whether a GPU is visible.
 // With `keep`, the worker is handed back (idle, no problem loaded) to serve as a reference.
 std::optional<Environment> probe_environment(const EvalOptions& options, std::string& error,

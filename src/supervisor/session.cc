@@ -166,6 +166,13 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
   o.log_path = config.log_dir / fmt::format("{}-{}-{}.log", role, getpid(), n);
   o.log_cap = LogCap{};  // a worker's output is bounded (16 MiB, the last 1 MiB kept): util/log_pump.h
   o.cpus = target.start_cpus;
+  if (target.threads > 0) {
+    // The budget for the worker's own OpenMP and MKL teams too (their default is every CPU the
+    // process saw as they loaded); its affinity bounds them either way.
+    o.env_set["OMP_NUM_THREADS"] = std::to_string(target.threads);
+    o.env_set["MKL_NUM_THREADS"] = std::to_string(target.threads);
+  }
+  const int counted_cpus = target.threads > 0 ? target.threads : static_cast<int>(target.start_cpus.size());
   auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
   w->role_ = role;
   w->log_path_ = o.log_path;
@@ -247,7 +254,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& role, con
   }
 
   std::optional<Child> child =
-      config.zygote ? spawn_worker(o, config.python, config.worker_dir, role, error) : spawn(o, error);
+      config.zygote ? spawn_worker(o, counted_cpus, config.python, config.worker_dir, role, error) : spawn(o, error);
   if (!child) {
     w->remove_sandbox_files();
     return nullptr;

@@ -49,6 +49,10 @@ struct WorkerTarget {
   // A pre-started candidate (supervisor/warm_pool.h): no solution yet, and its build folder
   // (/tmp/kbv-ext) is a folder of its own scratch, filled when it is handed its candidate.
   bool warm = false;
+  // The evaluation's CPU thread budget (every worker of one evaluation starts alike, and from one
+  // zygote): OMP_NUM_THREADS and MKL_NUM_THREADS, and a zygote on that many CPUs, which OpenMP
+  // counts as torch loads. 0: none, the variables as kbv's.
+  int threads = 0;
   // CPUs it is pinned to before it starts (spawn's SpawnOptions::cpus): a candidate's OpenMP counts
   // the CPUs it may use when it loads. Empty: kbv's own.
   std::vector<int> start_cpus = {};

@@ -26,6 +26,7 @@ std::string key_of(const WorkerConfig& c, const WarmPool::Env& env, const Worker
                         {"sandbox", sandbox::mode_name(c.sandbox)},
                         {"env", env},
                         {"read", read},
+                        {"threads", t.threads},
                         {"reference", t.reference ? t.reference->pid() : 0},
                         {"shm", t.reference ? t.reference->shm_dir().string() : ""}}
       .dump();
@@ -84,6 +85,7 @@ std::unique_ptr<WorkerProcess> WarmPool::take(const WorkerConfig& config, const 
   env_ = fixed;
   reference_ = target.reference;
   read_ = target.read;
+  threads_ = target.threads;
   settle(ready, true);
   std::unique_ptr<WorkerProcess> w;
   while (!w && !slots_.empty()) {
@@ -119,6 +121,7 @@ void WarmPool::refill() {
   WorkerTarget target;
   target.reference = reference_;
   target.read = read_;
+  target.threads = threads_;  // the zygote of its candidates (pinned to their CPUs when taken)
   target.warm = true;
   while (static_cast<int>(slots_.size()) < config_.warm_workers) {
     std::string error;

@@ -91,6 +91,7 @@ class WarmPool {
   Env env_;
   const WorkerProcess* reference_ = nullptr;
   std::vector<std::filesystem::path> read_;
+  int threads_ = 0;  // the thread budget of its workers (WorkerTarget::threads)
 };
 
 }  // namespace kbv

@@ -15,6 +15,7 @@
 
 #include "proto/messages.h"
 #include "sandbox/sandbox.h"
+#include "util/sched.h"
 
 namespace kbv {
 
@@ -23,8 +24,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // At most this many zygotes at once (each holds an interpreter with torch, ~600 MB resident): a
-// new key past it replaces the one used least recently. A CPU evaluation takes two (the reference
-// and its build; the candidates on their CPU budget), so eight serve four pairs at once.
+// new key past it replaces the one used least recently. An evaluation takes one (its workers start
+// with the same environment and thread budget), so eight serve evaluations of eight kinds at once.
 constexpr size_t kMaxZygotes = 8;
 
 struct Zygote {
@@ -46,18 +47,18 @@ uint64_t g_uses = 0;
 
 // Bytes, not JSON: an environment value need not be UTF-8 text.
 std::string key_of(const std::string& python, const fs::path& worker_dir, const std::map<std::string, std::string>& env,
-                   const std::vector<int>& cpus) {
+                   int counted_cpus) {
   std::string k = python + '\0' + worker_dir.string() + '\0';
   for (const auto& [name, value] : env)
     if (!read_after_start(name)) k += name + '=' + value + '\0';
-  for (int c : cpus) k += std::to_string(c) + ',';
-  return k;
+  return k + std::to_string(counted_cpus);
 }
 
 // The zygote: no sandbox (it runs kbv's code only, and every fork applies its own), no pipes, the
-// socket at fd 3, the workers' environment less what only a started worker reads, their start CPUs.
-std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, const std::string& python, const fs::path& worker_dir,
-                                     std::string& error) {
+// socket at fd 3, the workers' environment less what only a started worker reads, on `counted_cpus`
+// CPUs (the first worker's own when it has that many).
+std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, int counted_cpus, const std::string& python,
+                                     const fs::path& worker_dir, std::string& error) {
   static std::atomic<unsigned> serial{0};
   int sv[2] = {-1, -1};
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -84,7 +85,9 @@ std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, const std::stri
   o.log_cap = LogCap{};
   o.protocol_pipes = false;
   o.control_fd = sv[1];
-  o.cpus = worker.cpus;  // pinned from its start: OpenMP counts them as torch loads it
+  // Pinned from its start: OpenMP counts them as torch loads it.
+  if (counted_cpus > 0)
+    o.cpus = worker.cpus.size() == static_cast<size_t>(counted_cpus) ? worker.cpus : cpu_budget(counted_cpus).cpus;
   std::optional<Child> child = spawn(o, error);
   ::close(sv[1]);
   if (!child) {
@@ -113,9 +116,12 @@ bool read_after_start(const std::string& name) {
   return kNames.count(name) > 0;
 }
 
-std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string& python, const fs::path& worker_dir,
-                                  const std::string& role, std::string& error) {
-  const std::string key = key_of(python, worker_dir, options.env_set, options.cpus);
+std::optional<Child> spawn_worker(const SpawnOptions& options, int counted_cpus, const std::string& python,
+                                  const fs::path& worker_dir, const std::string& role, std::string& error) {
+  const std::string key = key_of(python, worker_dir, options.env_set, counted_cpus);
+  // Where it runs: as an exec'd worker would, on its own CPUs or on those it inherits from us.
+  const std::vector<int> runs_on = options.cpus.empty() ? affinity_of(0) : options.cpus;
+  if (runs_on.empty()) return spawn(options, error);  // our own set unreadable: exec inherits it
   // "" when the request cannot be JSON (an environment value or folder that is not UTF-8): then
   // the worker is exec'd, which takes any bytes.
   bool unsendable = false;
@@ -124,6 +130,7 @@ std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string
     r.env = env;
     r.role = role;
     r.cwd = options.cwd.string();
+    r.cpus = runs_on;
     if (options.sandbox) r.sandbox = sandbox::plan_to_json(*options.sandbox);
     try {
       return msg::to_json(r).dump();
@@ -146,7 +153,7 @@ std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string
           g_zygotes.erase(oldest);
         }
         std::string why;
-        std::shared_ptr<Zygote> z = start_zygote(options, python, worker_dir, why);
+        std::shared_ptr<Zygote> z = start_zygote(options, counted_cpus, python, worker_dir, why);
         if (!z) break;
         it = g_zygotes.emplace(key, std::move(z)).first;
       }

@@ -20,13 +20,15 @@ std::string import_worker(const std::filesystem::path& worker_dir);
 // Environment variables read only after a worker starts serving (never at the interpreter's or
 // torch's start): a zygote serves workers that differ in them. Any other difference in the
 // environment (the thread variables that OpenMP reads when it is loaded, glibc's tunables) takes
-// a zygote of its own.
+// a zygote of its own, as does another count of CPUs.
 bool read_after_start(const std::string& name);
 
 // Starts the worker of `options` (its argv runs `kbv_worker.serve(role)` after importing torch) by
-// the zygote of `python` and `worker_dir` for its environment, started the first time; when no
-// zygote can serve, by spawn() itself.
-std::optional<Child> spawn_worker(const SpawnOptions& options, const std::string& python,
+// the zygote of `python` and `worker_dir` for its environment and `counted_cpus`, started the first
+// time; when no zygote can serve, by spawn() itself. The zygote runs on `counted_cpus` CPUs (0:
+// kbv's own), which OpenMP counts as torch loads; each fork then runs where an exec'd worker would:
+// on options.cpus, else on the CPUs of the calling thread.
+std::optional<Child> spawn_worker(const SpawnOptions& options, int counted_cpus, const std::string& python,
                                   const std::filesystem::path& worker_dir, const std::string& role,
                                   std::string& error);
 

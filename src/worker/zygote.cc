@@ -7,6 +7,7 @@
 #include "worker/zygote.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -148,8 +149,12 @@ msg::ForkRequest become_worker(pid_t supervisor, const int fds[kFdsPerRequest]) 
   int max_fd = 65536;
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
     max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
-  // Pinned as the zygote was from its start (a zygote serves one set of start CPUs).
-  child_setup::setup_child({fds[0], fds[1], fds[2], fds[3], report}, supervisor, nullptr,
+  // On the CPUs an exec'd worker would run on (the zygote's count them as torch loaded).
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : request.cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
+  child_setup::setup_child({fds[0], fds[1], fds[2], fds[3], report}, supervisor, request.cpus.empty() ? nullptr : &cpus,
                            request.sandbox ? &plan : nullptr, request.cwd.c_str(), max_fd);
   // What exec does for a process whose uid the sandbox changed: dumpable again, so its /proc files
   // are its own (the memory phase writes /proc/self/clear_refs).
