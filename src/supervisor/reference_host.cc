@@ -103,10 +103,10 @@ WorkerProcess* ReferenceHost::get(const fs::path& problem, const EvalOptions& op
   if (!(worker_ && worker_->alive() && problem_key_.empty())) reset();
   std::string error;
   if (!worker_) {
-    // On the pair's CPUs and thread budget from its start, as its candidate (thread parity).
+    // With the thread budget from its start, as its candidate (thread parity); on kbv's CPUs until
+    // a pair pins it to its own (commands that load problems on several hosts at once leave it there).
     WorkerTarget target;
     target.threads = worker_threads(options, options.device);
-    target.start_cpus = options.cpu.cpus;
     worker_ = WorkerProcess::start("reference", options.worker, device_env(options), error, target);
   }
   if (!worker_) {

@@ -66,8 +66,28 @@ std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, int counted_cpu
     return nullptr;
   }
   SpawnOptions o;
+  // OpenMP counts the CPUs it may use as it loads (libgomp's constructor): on `counted_cpus` from
+  // the start, torch's own libgomp loaded first, then the zygote back on kbv's CPUs for the rest of
+  // torch's import, which would otherwise take CPUs leased to another evaluation's timing (each
+  // fork pins itself: ForkRequest::cpus). A torch without its own libgomp imports on `counted_cpus`.
+  std::string preamble;
+  if (counted_cpus > 0) {
+    o.cpus = worker.cpus.size() == static_cast<size_t>(counted_cpus) ? worker.cpus : cpu_budget(counted_cpus).cpus;
+    std::string own;
+    for (int c : affinity_of(0)) own += std::to_string(c) + ",";
+    if (!own.empty())
+      preamble =
+          "import os, ctypes, importlib.util\n"
+          "_t = importlib.util.find_spec('torch')\n"
+          "_g = os.path.join(list(_t.submodule_search_locations)[0], 'lib', 'libgomp.so.1') if _t and "
+          "_t.submodule_search_locations else ''\n"
+          "if _g and os.path.exists(_g):\n"
+          "    ctypes.CDLL(_g, mode=ctypes.RTLD_GLOBAL)\n"
+          "    os.sched_setaffinity(0, [" + own + "])\n"
+          "del _t, _g\n";
+  }
   o.argv = {python, "-I", "-c",
-            import_worker(worker_dir) +
+            preamble + import_worker(worker_dir) +
                 "\n"
                 "forked = kbv_worker.zygote()\n"
                 "if forked is None: sys.exit(0)\n"
@@ -85,9 +105,6 @@ std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, int counted_cpu
   o.log_cap = LogCap{};
   o.protocol_pipes = false;
   o.control_fd = sv[1];
-  // Pinned from its start: OpenMP counts them as torch loads it.
-  if (counted_cpus > 0)
-    o.cpus = worker.cpus.size() == static_cast<size_t>(counted_cpus) ? worker.cpus : cpu_budget(counted_cpus).cpus;
   std::optional<Child> child = spawn(o, error);
   ::close(sv[1]);
   if (!child) {
