@@ -104,6 +104,103 @@ void prebuild(const std::string& solution, const std::string& device) {
   EXPECT_EQ(o.code, 0) << "building " << solution << ": " << o.output;
 }
 
+// A KernelBench run folder's name for sample `i` of problem `id` of `level`.
+std::string fmt_sample(const std::string& level, const std::string& id, size_t i) {
+  return "level_" + level + "_problem_" + id + "_sample_" + std::to_string(i) + "_kernel.py";
+}
+
+// The entries of one problem that run with the same flags, in runs of at most this many: one
+// `kbv eval --run` evaluates them (one kbv, one reference, one zygote), as a batch user's samples.
+constexpr size_t kChunk = 6;
+
+// The flags an entry is evaluated with, besides its problem and solution.
+std::vector<std::string> entry_flags(const Entry& e) {
+  std::vector<std::string> args = {"--device", e.device, "--trials", std::to_string(e.trials), "--timeout-call", "10",
+                                   "--policy", e.policy, "--precision", e.precision};
+  if (e.flaky_reruns >= 0) args.insert(args.end(), {"--flaky-reruns", std::to_string(e.flaky_reruns)});
+  if (!e.protocol.empty()) args.insert(args.end(), {"--protocol", e.protocol});
+  if (e.write_cap_mib >= 0) args.insert(args.end(), {"--write-cap-mib", std::to_string(e.write_cap_mib)});
+  return args;
+}
+
+// CPU entries that share their problem and flags with another, in runs of kChunk at most, in the
+// manifest's order. Entries of a known gap (`pending`) and CUDA entries are evaluated one by one.
+std::vector<std::vector<Entry>> chunks() {
+  std::map<std::string, std::vector<Entry>> groups;
+  std::vector<std::string> order;
+  for (const Entry& e : manifest()) {
+    if (e.device != "cpu" || !e.pending.empty()) continue;
+    std::string key = e.problem;
+    for (const auto& f : entry_flags(e)) key += " " + f;
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(e);
+  }
+  std::vector<std::vector<Entry>> out;
+  for (const auto& key : order) {
+    const auto& g = groups[key];
+    if (g.size() < 2) continue;
+    const size_t n = (g.size() + kChunk - 1) / kChunk;  // runs of even size
+    for (size_t i = 0; i < n; ++i)
+      out.emplace_back(g.begin() + static_cast<long>(i * g.size() / n), g.begin() + static_cast<long>((i + 1) * g.size() / n));
+  }
+  return out;
+}
+
+// The entries evaluated one by one (`kbv eval --problem --solution`).
+std::vector<Entry> singles() {
+  std::set<std::string> chunked;
+  for (const auto& c : chunks())
+    for (const auto& e : c) chunked.insert(e.name);
+  std::vector<Entry> out;
+  for (const Entry& e : manifest())
+    if (!chunked.count(e.name)) out.push_back(e);
+  return out;
+}
+
+// What an entry's record must show. Returns "" or, for a known gap still open, why it is skipped.
+std::string check_record(const Entry& e, const json& record) {
+  if (!e.pending.empty() && record["verdict"] != e.expected)
+    return "known gap: " + e.solution + " got " + record["verdict"].dump() + ", must become " + e.expected +
+           " once the defence exists (" + e.pending + ")";
+  const std::string got = record["verdict"];
+  const bool alternative = std::find(e.also.begin(), e.also.end(), got) != e.also.end();
+  if (!alternative) {
+    EXPECT_EQ(got, e.expected) << e.solution << ": " << record["message"];
+  }
+  EXPECT_EQ(record["correctness"], got == "correct");
+  EXPECT_FALSE(record["message"].get<std::string>().empty()) << "every verdict carries a message";
+  if (!e.fails_only.empty() && !alternative) {
+    std::set<std::string> failed, expected(e.fails_only.begin(), e.fails_only.end());
+    for (const auto& d : record["distributions"])
+      if (!d["passed"].get<bool>()) failed.insert(d["distribution"]);
+    EXPECT_EQ(failed, expected) << record["distributions"].dump();
+  }
+  if (got == "flaky") {
+    // The record says which re-run of the failed check passed (docs/RECORD.md).
+    EXPECT_TRUE(record.contains("flaky")) << record.dump(2);
+    if (record.contains("flaky")) {
+      EXPECT_FALSE(record["flaky"]["passed"].empty()) << record["flaky"].dump();
+      EXPECT_EQ(record["flaky"]["failed"][0]["attempt"], 0) << record["flaky"].dump();
+    }
+  }
+  if (!e.audit.empty()) {
+    bool by_rule = false;
+    for (const auto& f : record["findings"])
+      by_rule = by_rule || (f.value("rule", "") == e.audit && f.value("severity", "") == "reject");
+    EXPECT_TRUE(by_rule) << e.solution << " must be rejected by the runtime audit " << e.audit << ": "
+                         << record["findings"].dump(2);
+  }
+  if (e.expected == "correct" && e.device == "cpu") {
+    // Every correct CPU record carries the runtime audit's attribution, with own code in it.
+    EXPECT_TRUE(record.contains("compute")) << record.dump(2);
+    if (record.contains("compute")) {
+      EXPECT_EQ(record["compute"]["method"], "cpu-sampling") << record["compute"].dump(2);
+      EXPECT_GT(record["compute"]["own_share"].get<double>(), 0.0) << record["compute"].dump(2);
+    }
+  }
+  return "";
+}
+
 class Corpus : public ::testing::TestWithParam<Entry> {};
 
 TEST_P(Corpus, VerdictAsExpected) {
@@ -117,54 +214,54 @@ TEST_P(Corpus, VerdictAsExpected) {
   }
   fs::path out = temp_dir(e.name) / "record.json";
   std::vector<std::string> args = {"eval", "--problem", (kSource / e.problem).string(), "--solution",
-                                   (kSource / e.solution).string(), "--device", e.device, "--trials",
-                                   std::to_string(e.trials), "--timeout-call", "10", "--policy", e.policy,
-                                   "--precision", e.precision, "--json", out.string()};
-  if (e.flaky_reruns >= 0) args.insert(args.end(), {"--flaky-reruns", std::to_string(e.flaky_reruns)});
-  if (!e.protocol.empty()) args.insert(args.end(), {"--protocol", e.protocol});
-  if (e.write_cap_mib >= 0) args.insert(args.end(), {"--write-cap-mib", std::to_string(e.write_cap_mib)});
+                                   (kSource / e.solution).string(), "--json", out.string()};
+  for (const auto& f : entry_flags(e)) args.push_back(f);
   Outcome o = run_kbv(args, out);
   ASSERT_EQ(o.code, 0) << o.output;
   ASSERT_TRUE(o.record.is_object()) << o.output;
-  if (!e.pending.empty() && o.record["verdict"] != e.expected)
-    GTEST_SKIP() << "known gap: " << e.solution << " got " << o.record["verdict"] << ", must become " << e.expected
-                 << " once the defence exists (" << e.pending << ")";
-  const std::string got = o.record["verdict"];
-  const bool alternative = std::find(e.also.begin(), e.also.end(), got) != e.also.end();
-  if (!alternative) {
-    EXPECT_EQ(got, e.expected) << e.solution << ": " << o.record["message"];
-  }
-  EXPECT_EQ(o.record["correctness"], got == "correct");
-  EXPECT_FALSE(o.record["message"].get<std::string>().empty()) << "every verdict carries a message";
-  if (!e.fails_only.empty() && !alternative) {
-    std::set<std::string> failed, expected(e.fails_only.begin(), e.fails_only.end());
-    for (const auto& d : o.record["distributions"])
-      if (!d["passed"].get<bool>()) failed.insert(d["distribution"]);
-    EXPECT_EQ(failed, expected) << o.record["distributions"].dump();
-  }
-  if (got == "flaky") {
-    // The record says which re-run of the failed check passed (docs/RECORD.md).
-    ASSERT_TRUE(o.record.contains("flaky")) << o.record.dump(2);
-    EXPECT_FALSE(o.record["flaky"]["passed"].empty()) << o.record["flaky"].dump();
-    EXPECT_EQ(o.record["flaky"]["failed"][0]["attempt"], 0) << o.record["flaky"].dump();
-  }
-  if (!e.audit.empty()) {
-    bool by_rule = false;
-    for (const auto& f : o.record["findings"])
-      by_rule = by_rule || (f.value("rule", "") == e.audit && f.value("severity", "") == "reject");
-    EXPECT_TRUE(by_rule) << e.solution << " must be rejected by the runtime audit " << e.audit << ": "
-                         << o.record["findings"].dump(2);
-  }
-  if (e.expected == "correct" && e.device == "cpu") {
-    // Every correct CPU record carries the runtime audit's attribution, with own code in it.
-    ASSERT_TRUE(o.record.contains("compute")) << o.record.dump(2);
-    EXPECT_EQ(o.record["compute"]["method"], "cpu-sampling") << o.record["compute"].dump(2);
-    EXPECT_GT(o.record["compute"]["own_share"].get<double>(), 0.0) << o.record["compute"].dump(2);
+  if (std::string gap = check_record(e, o.record); !gap.empty()) GTEST_SKIP() << gap;
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, Corpus, ::testing::ValuesIn(singles()),
+                         [](const ::testing::TestParamInfo<Entry>& i) { return i.param.name; });
+
+// A run of entries of one problem and flags: each sample's stored record as its entry expects.
+class CorpusRun : public ::testing::TestWithParam<std::vector<Entry>> {};
+
+void PrintTo(const std::vector<Entry>& c, std::ostream* os) {
+  *os << c.size() << " samples of " << c.front().problem;
+}
+
+TEST_P(CorpusRun, VerdictsAsExpected) {
+  const std::vector<Entry>& c = GetParam();
+  const Entry& first = c.front();
+  const fs::path problem = first.problem;
+  const std::string level = problem.parent_path().filename().string().substr(5);  // "level1"
+  const std::string id = problem.stem().string().substr(0, problem.stem().string().find('_'));
+  const fs::path run = temp_dir("run_" + first.name);
+  for (size_t i = 0; i < c.size(); ++i)
+    fs::copy_file(kSource / c[i].solution, run / fmt_sample(level, id, i));
+  std::vector<std::string> args = {"eval", "--problems", (kSource / "problems").string(), "--run", run.string(),
+                                   "--level", level};
+  for (const auto& f : entry_flags(first)) args.push_back(f);
+  Outcome o = run_kbv(args);
+  ASSERT_EQ(o.code, 0) << o.output;
+  std::string error;
+  auto store = kbv::Store::open(run / "kbv.sqlite", error, kbv::Store::Mode::read_only);
+  ASSERT_TRUE(store) << error;
+  std::map<int, json> records;
+  for (const kbv::Record& r : store->latest()) records[r.sample_id] = kbv::to_json(r);
+  for (size_t i = 0; i < c.size(); ++i) {
+    SCOPED_TRACE(c[i].name + " (sample " + std::to_string(i) + ")");
+    ASSERT_TRUE(records.count(static_cast<int>(i))) << o.output;
+    EXPECT_EQ(check_record(c[i], records[static_cast<int>(i)]), "");
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, Corpus, ::testing::ValuesIn(manifest()),
-                         [](const ::testing::TestParamInfo<Entry>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Examples, CorpusRun, ::testing::ValuesIn(chunks()),
+                         [](const ::testing::TestParamInfo<std::vector<Entry>>& i) {
+                           return i.param.front().name + "_and_" + std::to_string(i.param.size() - 1);
+                         });
 
 TEST(Eval, CompileErrorNamesFileAndLine) {
   fs::path out = temp_dir("compile_error") / "r.json";
