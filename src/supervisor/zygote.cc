@@ -81,9 +81,12 @@ std::unique_ptr<Zygote> start_zygote(const SpawnOptions& worker, int counted_cpu
           "_t = importlib.util.find_spec('torch')\n"
           "_g = os.path.join(list(_t.submodule_search_locations)[0], 'lib', 'libgomp.so.1') if _t and "
           "_t.submodule_search_locations else ''\n"
-          "if _g and os.path.exists(_g):\n"
-          "    ctypes.CDLL(_g, mode=ctypes.RTLD_GLOBAL)\n"
-          "    os.sched_setaffinity(0, [" + own + "])\n"
+          "try:\n"
+          "    if _g and os.path.exists(_g):\n"
+          "        ctypes.CDLL(_g, mode=ctypes.RTLD_GLOBAL)\n"
+          "        os.sched_setaffinity(0, [" + own + "])\n"
+          "except OSError:\n"
+          "    pass  # the whole import on the budget's CPUs\n"
           "del _t, _g\n";
   }
   o.argv = {python, "-I", "-c",
