@@ -84,7 +84,7 @@ std::unique_ptr<WorkerProcess> take_candidate_kind(Record& record, const char* r
   env_vars["TORCH_EXTENSIONS_DIR"] = built.extensions_dir.string();
   for (const auto& [k, v] : built.env) env_vars[k] = v;  // the build's CXX: torch's up-to-date check holds
   WorkerTarget target{pair.solution_path, ref, built.read};
-  target.threads = options.cpu.cpus.empty() ? 0 : options.cpu.threads;
+  target.threads = worker_threads(options, options.device);
   target.start_cpus = options.cpu.cpus;
   auto w = reference.warm().take(options.worker, env_vars, target, ms(options.timeouts.load_s), warm, error);
   if (w) pin_to_budget(record, *w, role, options);

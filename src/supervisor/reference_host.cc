@@ -27,8 +27,8 @@ json Environment::to_json() const {
 
 int worker_threads(const EvalOptions& options, const std::string& device) {
   if (!options.cpu.cpus.empty()) return options.cpu.threads;
-  if (device.empty() || device == "cuda" || !options.protocol.timing.enabled) return 0;
-  return cpu_budget(options.protocol.timing.cpu_threads).threads;
+  if (device.empty() || device == "cuda") return 0;
+  return resolve_cpu_budget(options).threads;  // 0 with timing off
 }
 
 std::optional<Environment> probe_environment(const EvalOptions& options, std::string& error,
