@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <csignal>
 #include <set>
 #include <cstdio>
@@ -110,9 +109,8 @@ std::string fmt_sample(const std::string& level, const std::string& id, size_t i
   return "level_" + level + "_problem_" + id + "_sample_" + std::to_string(i) + "_kernel.py";
 }
 
-// CPU entries of one level that run with the same flags, in runs of at most this many: one
-// `kbv eval --run` evaluates them (one kbv, one zygote; one reference per problem), as a batch
-// user's samples.
+// The entries of one problem that run with the same flags, in runs of at most this many: one
+// `kbv eval --run` evaluates them (one kbv, one reference, one zygote), as a batch user's samples.
 constexpr size_t kChunk = 6;
 
 // The flags an entry is evaluated with, besides its problem and solution.
@@ -125,34 +123,22 @@ std::vector<std::string> entry_flags(const Entry& e) {
   return args;
 }
 
-// The level of a problem file's path ("problems/level2/12_....py": "2").
-std::string level_of(const Entry& e) { return fs::path(e.problem).parent_path().filename().string().substr(5); }
-
-// A problem file's id ("problems/level1/19_ReLU.py": 19).
-int problem_id(const Entry& e) {
-  const std::string stem = fs::path(e.problem).stem().string();
-  return std::stoi(stem.substr(0, stem.find('_')));
-}
-
-// CPU entries that share their level and flags with another, in runs of kChunk at most. A group
-// is ordered by problem (the manifest's order within one), so that a run holds as few problems,
-// and so starts as few references, as it can. Entries of a known gap (`pending`) and CUDA entries
-// are evaluated one by one.
+// CPU entries that share their problem and flags with another, in runs of kChunk at most, in the
+// manifest's order. Entries of a known gap (`pending`) and CUDA entries are evaluated one by one.
 std::vector<std::vector<Entry>> chunks() {
   std::map<std::string, std::vector<Entry>> groups;
   std::vector<std::string> order;
   for (const Entry& e : manifest()) {
     if (e.device != "cpu" || !e.pending.empty()) continue;
-    std::string key = "level" + level_of(e);
+    std::string key = e.problem;
     for (const auto& f : entry_flags(e)) key += " " + f;
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(e);
   }
   std::vector<std::vector<Entry>> out;
   for (const auto& key : order) {
-    auto& g = groups[key];
+    const auto& g = groups[key];
     if (g.size() < 2) continue;
-    std::stable_sort(g.begin(), g.end(), [](const Entry& a, const Entry& b) { return problem_id(a) < problem_id(b); });
     const size_t n = (g.size() + kChunk - 1) / kChunk;  // runs of even size
     for (size_t i = 0; i < n; ++i)
       out.emplace_back(g.begin() + static_cast<long>(i * g.size() / n), g.begin() + static_cast<long>((i + 1) * g.size() / n));
@@ -239,25 +225,22 @@ TEST_P(Corpus, VerdictAsExpected) {
 INSTANTIATE_TEST_SUITE_P(Examples, Corpus, ::testing::ValuesIn(singles()),
                          [](const ::testing::TestParamInfo<Entry>& i) { return i.param.name; });
 
-// A run of entries of one level and flags: each sample's stored record as its entry expects.
+// A run of entries of one problem and flags: each sample's stored record as its entry expects.
 class CorpusRun : public ::testing::TestWithParam<std::vector<Entry>> {};
 
 void PrintTo(const std::vector<Entry>& c, std::ostream* os) {
-  *os << c.size() << " samples of level " << level_of(c.front());
+  *os << c.size() << " samples of " << c.front().problem;
 }
 
 TEST_P(CorpusRun, VerdictsAsExpected) {
   const std::vector<Entry>& c = GetParam();
   const Entry& first = c.front();
-  const std::string level = level_of(first);
+  const fs::path problem = first.problem;
+  const std::string level = problem.parent_path().filename().string().substr(5);  // "level1"
+  const std::string id = problem.stem().string().substr(0, problem.stem().string().find('_'));
   const fs::path run = temp_dir("run_" + first.name);
-  std::map<int, int> samples;  // per problem id, how many samples so far
-  std::vector<std::pair<int, int>> ids;  // per entry: (problem id, sample id)
-  for (const Entry& e : c) {
-    const int p = problem_id(e);
-    ids.emplace_back(p, samples[p]++);
-    fs::copy_file(kSource / e.solution, run / fmt_sample(level, std::to_string(p), static_cast<size_t>(ids.back().second)));
-  }
+  for (size_t i = 0; i < c.size(); ++i)
+    fs::copy_file(kSource / c[i].solution, run / fmt_sample(level, id, i));
   std::vector<std::string> args = {"eval", "--problems", (kSource / "problems").string(), "--run", run.string(),
                                    "--level", level};
   for (const auto& f : entry_flags(first)) args.push_back(f);
@@ -266,12 +249,12 @@ TEST_P(CorpusRun, VerdictsAsExpected) {
   std::string error;
   auto store = kbv::Store::open(run / "kbv.sqlite", error, kbv::Store::Mode::read_only);
   ASSERT_TRUE(store) << error;
-  std::map<std::pair<int, int>, json> records;
-  for (const kbv::Record& r : store->latest()) records[{r.problem_id, r.sample_id}] = kbv::to_json(r);
+  std::map<int, json> records;
+  for (const kbv::Record& r : store->latest()) records[r.sample_id] = kbv::to_json(r);
   for (size_t i = 0; i < c.size(); ++i) {
-    SCOPED_TRACE(c[i].name + " (problem " + std::to_string(ids[i].first) + ", sample " + std::to_string(ids[i].second) + ")");
-    ASSERT_TRUE(records.count(ids[i])) << o.output;
-    EXPECT_EQ(check_record(c[i], records[ids[i]]), "");
+    SCOPED_TRACE(c[i].name + " (sample " + std::to_string(i) + ")");
+    ASSERT_TRUE(records.count(static_cast<int>(i))) << o.output;
+    EXPECT_EQ(check_record(c[i], records[static_cast<int>(i)]), "");
   }
 }
 
