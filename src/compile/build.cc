@@ -74,8 +74,12 @@ std::string build_key(const std::string& code, const Toolchain& t, const std::st
   // host has (or none: a CPU-only build host, kbv worker --role build), so the GPU's name does
   // not enter the key; without it torch compiles for the visible GPU, whose name does.
   const std::string gpu = t.device == "cuda" && !t.cuda_arch_list.empty() ? "(TORCH_CUDA_ARCH_LIST)" : t.device_name;
-  return sha256_hex_parts({"kbv-build-2", KBV_VERSION, code, t.torch_version, t.python_version, t.python, t.device,
-                           gpu, t.cxx, t.cuda_arch_list, mode});
+  std::vector<std::string> parts = {"kbv-build-2", KBV_VERSION, code, t.torch_version, t.python_version, t.python,
+                                    t.device, gpu, t.cxx, t.cuda_arch_list, mode};
+  // Only an in-place build adds a part, so the keys of builds made at /tmp/kbv-ext (every sandboxed
+  // one) stay what they were and the caches already made keep serving them.
+  if (t.in_place) parts.push_back("in place");
+  return sha256_hex_parts(parts);
 }
 
 namespace {

@@ -42,10 +42,14 @@ struct Toolchain {
   std::string device_name;   // the GPU model (its architecture) or "cpu"
   std::string cxx;           // CXX as the build worker sees it ("" : c++)
   std::string cuda_arch_list;  // TORCH_CUDA_ARCH_LIST as the build worker sees it
+  // The workers see the build folder where it lies (--sandbox off), not bound on /tmp/kbv-ext.
+  // torch's build.ninja names the folder, so a build made at one path is compiled again when it is
+  // loaded at the other: the two are cached apart.
+  bool in_place = false;
 };
 
 // The cache entry's name: sha256 of the code (sources and load_inline's flags are in it), the
-// toolchain and how it is compiled (`mode`: "plain", or the fast build's id, which names the real
+// toolchain (the folder the workers see the build at included) and how it is compiled (`mode`: "plain", or the fast build's id, which names the real
 // compiler and its version).
 std::string build_key(const std::string& code, const Toolchain& toolchain, const std::string& mode);
 

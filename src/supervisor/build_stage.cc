@@ -24,6 +24,8 @@ BuildJob build_job_of(const SolutionSource& solution, const std::filesystem::pat
   };
   job.toolchain = {env.torch_version, env.python_version, options.worker.python, env.device, env.device_name,
                    seen("CXX"), seen("TORCH_CUDA_ARCH_LIST")};
+  // Sandboxed workers see the build folder on /tmp/kbv-ext (WorkerProcess::start), others where it lies.
+  job.toolchain.in_place = options.worker.sandbox == sandbox::Mode::off;
   return job;
 }
 

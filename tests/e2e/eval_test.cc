@@ -303,6 +303,59 @@ TEST(Run, ACompileErrorsConsoleLineShowsTheFirstErrorAtTheSolutionsLine) {
   EXPECT_EQ(rest.find("cache/build"), std::string::npos) << rest;
 }
 
+// torch's build.ninja names the folder the build was made in: /tmp/kbv-ext for a sandboxed build
+// worker, the cache entry's own folder under --sandbox off. Loaded at the other path, torch compiles
+// it again, and without the sandbox it rewrites the entry for every later sandboxed load to compile
+// again. So a build for --sandbox off is cached apart from the sandboxed one, and leaves it whole.
+TEST(Eval, ABuildForSandboxOffIsCachedApartFromTheSandboxedOne) {
+  fs::path dir = temp_dir("in_place_build");
+  const std::string name = "kbv_in_place_" + std::to_string(::getpid());
+  std::string source = kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_honest.py").text;
+  const std::string old_name = "name=\"kbv_ex_l1_19_relu_cpu_honest\"";
+  ASSERT_NE(source.find(old_name), std::string::npos);
+  source.replace(source.find(old_name), old_name.size(), "name=\"" + name + "\"");
+  const fs::path solution = dir / "kernel.py";
+  ASSERT_EQ(kbv::write_file_atomic(solution, source), "");
+  auto eval = [&](const std::string& sandbox) {
+    const fs::path out = dir / (sandbox + ".json");
+    return run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
+                    solution.string(), "--device", "cpu", "--trials", "1", "--timing", "off", "--sandbox", sandbox,
+                    "--json", out.string()},
+                   out);
+  };
+  // The cache entries of this source, by the folder their build.ninja names.
+  auto entries = [&] {
+    std::map<std::string, std::vector<fs::path>> by_folder;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::path(KBV_TEST_CACHE) / "build", ec)) {
+      kbv::FileText ninja = kbv::read_file(e.path() / "ext" / name / "build.ninja");
+      if (!ninja.ok) continue;
+      const bool bound = ninja.text.find("/tmp/kbv-ext/" + name + "/main.cpp") != std::string::npos;
+      const bool own = ninja.text.find((e.path() / "ext" / name / "main.cpp").string()) != std::string::npos;
+      by_folder[bound && !own ? "bound" : own && !bound ? "own" : "neither"].push_back(e.path());
+    }
+    return by_folder;
+  };
+
+  Outcome strict = eval("strict");
+  if (strict.code == 2 && strict.output.find("--sandbox strict") != std::string::npos)
+    GTEST_SKIP() << "no strict sandbox on this host: " << strict.output;
+  ASSERT_EQ(strict.code, 0) << strict.output;
+  ASSERT_EQ(strict.record["verdict"], "correct") << strict.output;
+  EXPECT_FALSE(strict.record["build"]["cached"].get<bool>()) << "a source of its own";
+  auto made = entries();
+  ASSERT_EQ(made["bound"].size(), 1u) << strict.output;
+
+  Outcome off = eval("off");
+  ASSERT_EQ(off.code, 0) << off.output;
+  ASSERT_EQ(off.record["verdict"], "correct") << off.output;
+  EXPECT_FALSE(off.record["build"]["cached"].get<bool>()) << "the sandboxed build was taken for --sandbox off";
+  auto after = entries();
+  EXPECT_EQ(after["bound"], made["bound"]) << "the sandboxed build was rewritten";
+  EXPECT_EQ(after["own"].size(), 1u);
+  EXPECT_TRUE(after["neither"].empty());
+}
+
 // Issue 27: two evaluations of one source that no cache holds, started together, build it once into
 // one cache entry, and both load that build and pass.
 TEST(Eval, TwoEvaluationsOfOneFreshSourceAtOnceBuildItOnceAndBothLoadIt) {

@@ -80,6 +80,7 @@ TEST(BuildKey, EveryPartOfTheToolchainAndTheModeChangesIt) {
   EXPECT_NE(base, changed([](Toolchain& t) { t.device_name = "NVIDIA H100"; }));
   EXPECT_NE(base, changed([](Toolchain& t) { t.cxx = "clang++"; }));
   EXPECT_NE(base, changed([](Toolchain& t) { t.cuda_arch_list = "9.0"; }));
+  EXPECT_NE(base, changed([](Toolchain& t) { t.in_place = true; }));
 }
 
 TEST(BuildCache, AFailureIsCachedAsAnOutcomeThatNamesTheFileBeingEvaluated) {
