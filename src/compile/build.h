@@ -49,8 +49,8 @@ struct Toolchain {
 };
 
 // The cache entry's name: sha256 of the code (sources and load_inline's flags are in it), the
-// toolchain (the folder the workers see the build at included) and how it is compiled (`mode`: "plain", or the fast build's id, which names the real
-// compiler and its version).
+// toolchain (where the workers see the build included) and how it is compiled (`mode`: "plain",
+// or the fast build's id, which names the real compiler and its version).
 std::string build_key(const std::string& code, const Toolchain& toolchain, const std::string& mode);
 
 // One build as the compile step asks for it.
