@@ -361,17 +361,23 @@ TEST(Eval, ABuildForSandboxOffIsCachedApartFromTheSandboxedOne) {
 TEST(Eval, TwoEvaluationsOfOneFreshSourceAtOnceBuildItOnceAndBothLoadIt) {
   fs::path dir = temp_dir("concurrent_build");
   const fs::path solution = dir / "kernel.py";
-  // ReLU's honest solution with a line of its own: a source no earlier run built.
-  ASSERT_EQ(kbv::write_file_atomic(solution, kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_honest.py").text +
-                                                 "\n# concurrent build " + std::to_string(::getpid()) + "\n"),
-            "");
-  const fs::path cache = dir / "cache";
+  // ReLU's honest solution under an extension name of its own (this process's, and the time): a
+  // source no earlier run built, whose cache entries are found by that name in the tests' shared
+  // cache. Shared, so that its build has the precompiled header (in a cache of this test's own it
+  // compiled without, twice the CPU); the entry lock that lets only one of the two build is the same.
+  const std::string name = "kbv_concurrent_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  std::string source = kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_honest.py").text;
+  const std::string old_name = "name=\"kbv_ex_l1_19_relu_cpu_honest\"";
+  ASSERT_NE(source.find(old_name), std::string::npos);
+  source.replace(source.find(old_name), old_name.size(), "name=\"" + name + "\"");
+  ASSERT_EQ(kbv::write_file_atomic(solution, source), "");
   Outcome o[2];
   auto eval = [&](int i) {
     const fs::path out = dir / ("r" + std::to_string(i) + ".json");
     o[i] = run_kbv({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
                     solution.string(), "--device", "cpu", "--trials", "1", "--timing", "off", "--json", out.string()},
-                   out, 900, cache.string());
+                   out, 900);
   };
   std::thread first(eval, 0), second(eval, 1);
   first.join();
@@ -384,7 +390,8 @@ TEST(Eval, TwoEvaluationsOfOneFreshSourceAtOnceBuildItOnceAndBothLoadIt) {
   }
   EXPECT_EQ(built, 1) << "one built, the other took its entry";
   size_t entries = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(cache / "build")) ++entries;
+  for (const auto& e : fs::directory_iterator(fs::path(KBV_TEST_CACHE) / "build"))
+    if (fs::exists(e.path() / "ext" / name)) ++entries;
   EXPECT_EQ(entries, 1u);
 }
 
@@ -953,11 +960,14 @@ TEST(Problems, ListsShapesWithoutAllocatingAndSaysWhenItDrawsValues) {
 }
 
 // Precision modes (docs/PRECISION.md), on the CPU: bf16 runs there.
+// Untimed: the subject is the judgement of the checks; the corpus times the same bf16 evaluation
+// (examples/manifest.json, cpu_any_dtype.py under bf16).
 TEST(Precision, Bf16CandidateIsJudgedInBf16WithTheReferenceError) {
   fs::path out = temp_dir("bf16_any_dtype") / "r.json";
   Outcome o = run_kbv({"eval", "--problem", (kSource / "problems/level1/1_Square_matrix_multiplication_.py").string(),
                        "--solution", (kSource / "examples/level1/1_Square_matrix_multiplication_/cpu_any_dtype.py").string(),
-                       "--device", "cpu", "--trials", "1", "--precision", "bf16", "--json", out.string()},
+                       "--device", "cpu", "--trials", "1", "--precision", "bf16", "--timing", "off", "--json",
+                       out.string()},
                       out);
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_EQ(o.record["verdict"], "correct") << o.record["message"];
@@ -991,10 +1001,11 @@ TEST(Precision, Fp32OnlyKernelUnderBf16SaysItDoesNotAcceptBf16) {
   EXPECT_NE(m.find("expected scalar type Float"), std::string::npos) << "the original error is quoted: " << m;
   EXPECT_EQ(o.record["metadata"]["dtype_fallback"], true);
   // The same kernel in fp32: correct, no reference error (the reference is the fp32 computation).
+  // Untimed: the corpus times this fp32 evaluation (examples/manifest.json).
   fs::path out32 = temp_dir("fp32_fp32_only") / "r.json";
   Outcome f = run_kbv({"eval", "--problem", (kSource / "problems/level1/1_Square_matrix_multiplication_.py").string(),
                        "--solution", (kSource / "examples/level1/1_Square_matrix_multiplication_/cpu_fp32_only.py").string(),
-                       "--device", "cpu", "--trials", "1", "--json", out32.string()},
+                       "--device", "cpu", "--trials", "1", "--timing", "off", "--json", out32.string()},
                       out32);
   ASSERT_EQ(f.code, 0) << f.output;
   EXPECT_EQ(f.record["verdict"], "correct") << f.record["message"];

@@ -220,6 +220,8 @@ struct RunOutcome {
   int code = -1;
   std::string output;
   std::map<int, nlohmann::json> records;  // by sample id
+  int pid = -1;                            // kbv's: its workers' logs are <role>-<pid>-<n>.log
+  fs::file_time_type started;              // a little before kbv started
 };
 
 RunOutcome eval_attack(const std::string& attack, const std::string& sandbox, const fs::path& dir,
@@ -232,13 +234,29 @@ RunOutcome eval_attack(const std::string& attack, const std::string& sandbox, co
   std::vector<std::string> argv = {KBV_BINARY, "eval", "--problems", (kSource / "problems").string(), "--run",
                                    run.string(), "--level", "1", "--device", "cpu", "--trials", "1", "--timing",
                                    "off", "--policy", "lenient", "--sandbox", sandbox, "--warm-workers", "1"};
-  std::map<std::string, std::string> e = env;
-  e["KBV_CACHE_DIR"] = (dir / ("cache-" + sandbox)).string();
-  RunResult r = run_command(argv, e, seconds(900));
+  // The tests' shared cache: these example files are the corpus's, so their builds are its cache
+  // entries (a cache of this test's own compiled each one again, without the precompiled header).
+  // Its candidate logs are told apart by kbv's pid (candidate_logs).
+  SpawnOptions so;
+  so.argv = argv;
+  so.env_set = env;
+  so.env_set["KBV_CACHE_DIR"] = KBV_TEST_CACHE;
+  so.protocol_pipes = false;
+  so.log_path = run / "kbv.log";
   RunOutcome o;
-  o.code = r.status.exited ? r.status.code : -1;
-  o.output = r.output + r.error;
+  // A file's time is the kernel's coarse clock, which may lag this one by a tick.
+  o.started = fs::file_time_type::clock::now() - seconds(1);
   std::string error;
+  std::optional<Child> kbv = spawn(so, error);
+  if (!kbv) {
+    o.output = "kbv did not start: " + error;
+    return o;
+  }
+  o.pid = kbv->pid;
+  std::optional<ExitStatus> status = wait_for(kbv->pid, seconds(900));
+  if (!status) status = kill_group(kbv->pid);
+  o.code = status->exited ? status->code : -1;
+  o.output = read_file(run / "kbv.log").text;
   if (auto store = Store::open(run / "kbv.sqlite", error, Store::Mode::read_only))
     for (const Record& rec : store->latest()) o.records[rec.sample_id] = to_json(rec);
   return o;
@@ -251,17 +269,26 @@ std::string said(const RunOutcome& o) {
   return text + "--- kbv output:\n" + o.output.substr(0, 4000);
 }
 
-size_t candidate_logs(const fs::path& cache) {
+// The candidate workers the kbv of `o` started: their logs in the shared cache's logs folder, named
+// candidate-<kbv's pid>-<n>.log (supervisor/session.cc) and written since it started (pids are
+// reused and a log is appended to, so an older kbv's log of the same name counts only if this one
+// wrote it too).
+size_t candidate_logs(const RunOutcome& o) {
+  const std::string prefix = "candidate-" + std::to_string(o.pid) + "-";
   size_t n = 0;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(cache / "logs", ec))
-    if (e.path().filename().string().rfind("candidate-", 0) == 0) ++n;
+  for (const auto& e : fs::directory_iterator(fs::path(KBV_TEST_CACHE) / "logs", ec)) {
+    if (e.path().filename().string().rfind(prefix, 0) != 0) continue;
+    std::error_code time_ec;
+    const fs::file_time_type written = e.last_write_time(time_ec);
+    if (!time_ec && written >= o.started) ++n;
+  }
   return n;
 }
 
 // Strict: both samples correct (the attack found nothing), the second ran in the worker that
 // waited beside the first, every layer applied to both.
-void expect_contained(const RunOutcome& o, const fs::path& cache) {
+void expect_contained(const RunOutcome& o) {
   ASSERT_EQ(o.code, 0) << o.output;
   ASSERT_EQ(o.records.size(), 2u) << said(o);
   for (const auto& [sample, rec] : o.records) {
@@ -273,7 +300,7 @@ void expect_contained(const RunOutcome& o, const fs::path& cache) {
   }
   EXPECT_EQ(o.records.at(0).value("warm_worker", true), false) << "the first candidate of a reference starts cold";
   EXPECT_EQ(o.records.at(1).value("warm_worker", false), true) << "the second got the worker that waited";
-  EXPECT_EQ(candidate_logs(cache), 2u) << "one worker per candidate, none started for a third";
+  EXPECT_EQ(candidate_logs(o), 2u) << "one worker per candidate, none started for a third";
 }
 
 // A process that looks like a candidate worker waiting for its candidate, as kbv's user: what a
@@ -298,7 +325,7 @@ TEST(Warm, ACandidateCannotReachTheWorkerWaitingForTheNext) {
   // Strict: neither the pool's waiting worker nor the decoy is in sight, and nothing on their
   // import path can be written.
   RunOutcome strict = eval_attack("cpu_reach_warm_worker.py", "strict", dir, {});
-  expect_contained(strict, dir / "cache-strict");
+  expect_contained(strict);
 
   // Off: no pool (each candidate started for itself), and the same candidate reaches a same-user
   // process that waits as a warm worker would: the reason the pool is off there.
@@ -321,7 +348,7 @@ TEST(Warm, APlantInTheSharedFolderDoesNotOutliveItsCandidate) {
     GTEST_SKIP() << "needs every sandbox layer: " << why;
   const fs::path dir = scratch_dir("warm", "plant");
   RunOutcome o = eval_attack("cpu_shm_plant.py", "strict", dir, {}, "cpu_shm_plant.py");
-  expect_contained(o, dir / "cache-strict");
+  expect_contained(o);
 }
 
 }  // namespace warm_test
