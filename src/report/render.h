@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +33,11 @@ struct Cell {
   std::string tone;            // "" | "good" | "bad" | "na" (not measured / not run)
   bool left = false;           // text with a numeric sort key (a problem name sorted by id)
 };
+// A cell of text, and one of a number shown as `s` and sorted by `v`.
+inline Cell text_cell(std::string s, std::string tone = {}) {
+  return Cell{std::move(s), std::nullopt, std::move(tone)};
+}
+inline Cell number_cell(std::string s, double v, std::string tone = {}) { return Cell{std::move(s), v, std::move(tone)}; }
 struct Table {
   std::string id;
   std::string title;

@@ -10,8 +10,6 @@
 namespace kbv {
 namespace {
 
-Cell text(std::string s, std::string tone = {}) { return Cell{std::move(s), std::nullopt, std::move(tone)}; }
-Cell number(std::string s, double v, std::string tone = {}) { return Cell{std::move(s), v, std::move(tone)}; }
 
 const char* kNone = "—";
 
@@ -30,25 +28,25 @@ const VerifiedScope* scope_at(const VerifiedTable& t, int level) {
 }
 
 Cell verified_speedup_cell(const VerifiedScope& s) {
-  if (!s.speedup) return text(s.winners == 0 ? "none (0 correct)" : "none", "na");
-  return number(format_speedup(*s.speedup), *s.speedup, *s.speedup >= 1.0 ? "good" : "bad");
+  if (!s.speedup) return text_cell(s.winners == 0 ? "none (0 correct)" : "none", "na");
+  return number_cell(format_speedup(*s.speedup), *s.speedup, *s.speedup >= 1.0 ? "good" : "bad");
 }
 Cell correctness_cell(const VerifiedScope& s) {
   std::string t = format_count_rate(s.winners, s.problems);
   if (s.correct_untimed) t += fmt::format(" · {} correct untimed", s.correct_untimed);
-  return number(t, s.correctness);
+  return number_cell(t, s.correctness);
 }
 Cell fast1_cell(const VerifiedScope& s) {
-  return number(format_count_rate(s.fast_count[kFast1], s.problems), s.fast_p[kFast1]);
+  return number_cell(format_count_rate(s.fast_count[kFast1], s.problems), s.fast_p[kFast1]);
 }
 Cell mem_eff_cell(const VerifiedScope& s) {
-  if (s.winners == 0) return text("none (0 correct)", "na");
-  if (!s.mem_eff) return text("not measured", "na");
-  return number(format_speedup(*s.mem_eff), *s.mem_eff, *s.mem_eff >= 1.0 ? "good" : "bad");
+  if (s.winners == 0) return text_cell("none (0 correct)", "na");
+  if (!s.mem_eff) return text_cell("not measured", "na");
+  return number_cell(format_speedup(*s.mem_eff), *s.mem_eff, *s.mem_eff >= 1.0 ? "good" : "bad");
 }
 Cell mem_share_cell(const VerifiedScope& s) {
-  if (s.winners > 0 && s.memory_measured == 0) return text("not measured", "na");
-  return number(format_count_rate(s.mem_efficient, s.problems), s.mem_efficient_share);
+  if (s.winners > 0 && s.memory_measured == 0) return text_cell("not measured", "na");
+  return number_cell(format_count_rate(s.mem_efficient, s.problems), s.mem_efficient_share);
 }
 
 std::vector<VerifiedTable> tables_of(const ReportInput& input) {
@@ -71,12 +69,12 @@ Table per_level_table(const ReportInput& input, std::string id, std::string titl
   for (int l : levels)
     for (const char* c : columns) t.header.push_back(fmt::format("L{} {}", l, c));
   for (size_t i = 0; i < tables.size(); ++i) {
-    std::vector<Cell> row = {text(input.runs[i].name)};
-    if (with_gate) row.push_back(text(tables[i].gate));
+    std::vector<Cell> row = {text_cell(input.runs[i].name)};
+    if (with_gate) row.push_back(text_cell(tables[i].gate));
     for (int l : levels) {
       const VerifiedScope* s = scope_at(tables[i], l);
       if (!s) {
-        row.insert(row.end(), columns.size(), text(kNone, "na"));
+        row.insert(row.end(), columns.size(), text_cell(kNone, "na"));
         continue;
       }
       std::vector<Cell> c = cells(*s);
@@ -116,15 +114,15 @@ Table verified_overall_table(const ReportInput& input) {
   for (size_t i = 0; i < tables.size(); ++i) {
     const VerifiedScope* s = scope_at(tables[i], 0);
     if (!s) continue;
-    std::vector<Cell> row = {text(input.runs[i].name),
-                             number(std::to_string(s->problems), s->problems),
+    std::vector<Cell> row = {text_cell(input.runs[i].name),
+                             number_cell(std::to_string(s->problems), s->problems),
                              verified_speedup_cell(*s),
                              correctness_cell(*s),
                              fast1_cell(*s),
                              mem_eff_cell(*s),
                              mem_share_cell(*s)};
     for (size_t p = 0; p < kFastPThresholds.size(); ++p)
-      if (p != kFast1) row.push_back(number(format_count_rate(s->fast_count[p], s->problems), s->fast_p[p]));
+      if (p != kFast1) row.push_back(number_cell(format_count_rate(s->fast_count[p], s->problems), s->fast_p[p]));
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -136,9 +134,9 @@ Table excluded_table(const RunSummary& run, size_t index) {
   t.title = "Excluded from the denominator";
   t.header = {"level", "problem", "kind", "why", "source"};
   for (const auto& e : run.excluded)
-    t.rows.push_back({number(std::to_string(e.level), e.level),
+    t.rows.push_back({number_cell(std::to_string(e.level), e.level),
                       Cell{e.name.empty() ? std::to_string(e.id) : e.name, static_cast<double>(e.id), "", true},
-                      text(e.kind), text(e.reason), text(e.source)});
+                      text_cell(e.kind), text_cell(e.reason), text_cell(e.source)});
   return t;
 }
 
