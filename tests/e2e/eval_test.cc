@@ -32,6 +32,7 @@ namespace eval_test {
 
 using kbv::e2e::gpu_visible;
 using kbv::e2e::kSource;
+using kbv::e2e::renamed_example;
 using kbv::e2e::Outcome;
 using kbv::e2e::run_kbv;
 
@@ -310,10 +311,9 @@ TEST(Run, ACompileErrorsConsoleLineShowsTheFirstErrorAtTheSolutionsLine) {
 TEST(Eval, ABuildForSandboxOffIsCachedApartFromTheSandboxedOne) {
   fs::path dir = temp_dir("in_place_build");
   const std::string name = "kbv_in_place_" + std::to_string(::getpid());
-  std::string source = kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_honest.py").text;
-  const std::string old_name = "name=\"kbv_ex_l1_19_relu_cpu_honest\"";
-  ASSERT_NE(source.find(old_name), std::string::npos);
-  source.replace(source.find(old_name), old_name.size(), "name=\"" + name + "\"");
+  const std::string source =
+      renamed_example(kSource / "examples/level1/19_ReLU/cpu_honest.py", "kbv_ex_l1_19_relu_cpu_honest", name);
+  ASSERT_FALSE(source.empty());
   const fs::path solution = dir / "kernel.py";
   ASSERT_EQ(kbv::write_file_atomic(solution, source), "");
   auto eval = [&](const std::string& sandbox) {
@@ -367,10 +367,9 @@ TEST(Eval, TwoEvaluationsOfOneFreshSourceAtOnceBuildItOnceAndBothLoadIt) {
   // compiled without, twice the CPU); the entry lock that lets only one of the two build is the same.
   const std::string name = "kbv_concurrent_" + std::to_string(::getpid()) + "_" +
                            std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
-  std::string source = kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_honest.py").text;
-  const std::string old_name = "name=\"kbv_ex_l1_19_relu_cpu_honest\"";
-  ASSERT_NE(source.find(old_name), std::string::npos);
-  source.replace(source.find(old_name), old_name.size(), "name=\"" + name + "\"");
+  const std::string source =
+      renamed_example(kSource / "examples/level1/19_ReLU/cpu_honest.py", "kbv_ex_l1_19_relu_cpu_honest", name);
+  ASSERT_FALSE(source.empty());
   ASSERT_EQ(kbv::write_file_atomic(solution, source), "");
   Outcome o[2];
   auto eval = [&](int i) {

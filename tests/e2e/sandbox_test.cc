@@ -32,6 +32,7 @@ using nlohmann::json;
 namespace sandbox_test {
 
 using kbv::e2e::kSource;
+using kbv::e2e::renamed_example;
 using kbv::e2e::Outcome;
 
 // Outside /tmp: inside the sandbox /tmp is the worker's scratch, so a victim under the host's /tmp
@@ -340,10 +341,9 @@ TEST(WriteCap, TheWatchIsWhatRejectsIt) {
   // pieces in the same entry would be counted here), compiled with the shared cache's precompiled
   // header (a cache of this test's own compiled it without, ~20 CPU s).
   const std::string name = "kbv_fill_host_" + std::to_string(::getpid());
-  std::string source = kbv::read_file(kSource / "examples/level1/19_ReLU/cpu_fill_host.py").text;
-  const std::string old_name = "name=\"kbv_ex_l1_19_relu_cpu_fill_host\"";
-  ASSERT_NE(source.find(old_name), std::string::npos);
-  source.replace(source.find(old_name), old_name.size(), "name=\"" + name + "\"");
+  const std::string source = renamed_example(kSource / "examples/level1/19_ReLU/cpu_fill_host.py",
+                                             "kbv_ex_l1_19_relu_cpu_fill_host", name);
+  ASSERT_FALSE(source.empty());
   const fs::path fill = dir / "cpu_fill_host.py";
   ASSERT_TRUE(kbv::write_file_atomic(fill, source).empty());
   const std::map<std::string, std::string> shared_cache = {{"KBV_CACHE_DIR", KBV_TEST_CACHE}};

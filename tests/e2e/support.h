@@ -23,6 +23,17 @@ namespace fs = std::filesystem;
 
 inline const fs::path kSource = KBV_SOURCE_DIR;
 
+// An example's source with its load_inline extension name `from` changed to `to`: a source of the
+// test's own, whose build no other evaluation shares and whose cache entry holds a folder named
+// `to`. "" when the example does not name `from`.
+inline std::string renamed_example(const fs::path& example, const std::string& from, const std::string& to) {
+  std::string source = kbv::read_file(example).text;
+  const std::string old_name = "name=\"" + from + "\"";
+  const size_t at = source.find(old_name);
+  if (at == std::string::npos) return "";
+  return source.replace(at, old_name.size(), "name=\"" + to + "\"");
+}
+
 struct Outcome {
   int code = -1;        // exit status; -1 when it did not exit (killed, timed out, did not start)
   std::string output;   // stdout, then stderr
