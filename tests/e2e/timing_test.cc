@@ -46,6 +46,20 @@ Outcome kbv_run(const std::vector<std::string>& args, const fs::path& json_path 
 
 fs::path scratch(const std::string& name) { return kbv::e2e::scratch_dir("timing", name); }
 
+// The problem's own Model as the candidate (`class ModelNew(Model): pass`), written to
+// DIR/as_candidate.py: a solution with nothing to build, for tests whose subject is not the
+// candidate's code (run it under --policy lenient). Empty when the problem is unreadable or the
+// file cannot be written.
+fs::path reference_as_candidate(const fs::path& problem, const fs::path& dir) {
+  const std::string source = kbv::read_file(problem).text;
+  const fs::path solution = dir / "as_candidate.py";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (source.empty() || ec) return {};
+  if (!kbv::write_file_atomic(solution, source + "\n\nclass ModelNew(Model):\n    pass\n").empty()) return {};
+  return solution;
+}
+
 Outcome eval(const std::string& solution, const std::string& device, std::vector<std::string> extra = {},
              const std::string& problem = "problems/level1/19_ReLU.py", const std::string& tag = "") {
   fs::path out = scratch(fs::path(solution).stem().string() + "-" + device + tag) / "record.json";
@@ -656,11 +670,8 @@ TEST(Timing, AForgedCacheEntryIsRefusedAndMeasuredAgain) {
   // baseline and calibration files of this test's own cache, where a C++ candidate was compiled
   // anew each run, without the tests' precompiled header (~20 CPU s).
   const std::string problem = (kSource / "problems/level1/19_ReLU.py").string();
-  const std::string source = kbv::read_file(problem).text;
-  ASSERT_FALSE(source.empty());
-  const fs::path solution = root / "as_candidate.py";
-  fs::create_directories(root);
-  ASSERT_TRUE(kbv::write_file_atomic(solution, source + "\n\nclass ModelNew(Model):\n    pass\n").empty());
+  const fs::path solution = reference_as_candidate(problem, root);
+  ASSERT_FALSE(solution.empty());
   // Under the upstream protocol: on a busy host (ctest runs two tests at once) the kbv protocol may
   // find the per-call bound unjudgeable and end the timing before the baselines (CI, 2026-12-06),
   // where this test is about what the baselines read from the cache.
@@ -832,9 +843,8 @@ TEST(Timing, ABusyHostIsSaidAndItsBaselinesAreNotCached) {
   ASSERT_EQ(std::getenv("KBV_HOST_BUSY_CORES"), nullptr) << "the default line is under test";
   fs::path root = scratch("busy-host");
   // The reference as its own candidate: nothing to build, timed under --policy lenient.
-  std::string source = kbv::read_file(kSource / "problems/level1/19_ReLU.py").text;
-  ASSERT_FALSE(source.empty());
-  ASSERT_TRUE(kbv::write_file_atomic(root / "as_candidate.py", source + "\n\nclass ModelNew(Model):\n    pass\n").empty());
+  const fs::path solution = reference_as_candidate(kSource / "problems/level1/19_ReLU.py", root);
+  ASSERT_FALSE(solution.empty());
   fs::path out = root / "record.json";
   std::string cache = (root / "cache").string();
   Outcome o;
@@ -842,7 +852,7 @@ TEST(Timing, ABusyHostIsSaidAndItsBaselinesAreNotCached) {
     BusyLoops busy(2);
     ASSERT_EQ(busy.pids.size(), 2u);
     o = kbv_run({"eval", "--problem", (kSource / "problems/level1/19_ReLU.py").string(), "--solution",
-                 (root / "as_candidate.py").string(), "--device", "cpu", "--trials", "1", "--policy", "lenient",
+                 solution.string(), "--device", "cpu", "--trials", "1", "--policy", "lenient",
                  "--protocol", "kernelbench", "--time-cap", "0.3", "--json", out.string()},
                 out, cache);
   }
