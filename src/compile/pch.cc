@@ -263,7 +263,8 @@ std::string build_pch(const FastBuild& fb, const std::vector<std::string>& flags
   std::vector<std::string> argv = {"env", "-C", tmp.string(), fb.compiler};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-x", "c++-header", header.string(), "-o", (tmp / "torch" / "extension.h.gch").string()});
-  RunResult r = run_command(argv, {}, std::chrono::seconds(900));
+  // Made after a build, beside other evaluations: stopped while one of them times on the CPU.
+  RunResult r = run_command(argv, {}, std::chrono::seconds(900), 1 << 20, /*pausable=*/true);
   if (!r.started || r.timed_out || r.status.code != 0) {
     fs::remove_all(tmp, ec);
     return fmt::format("precompiling {} failed: {}", header.string(),

@@ -2,9 +2,11 @@
 
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "util/clock.h"
 #include "util/interrupt.h"
+#include "util/pause.h"
 
 namespace kbv {
 
@@ -43,7 +45,12 @@ BuildResult build_candidate(const SolutionSource& solution, const std::filesyste
       if (out.start_error.empty()) out.start_error = "unknown error";
       return out;
     }
+    // Built ahead of its evaluation (compile/queue.h): stopped while another evaluation of this
+    // kbv times on the CPU (util/pause.h), continued before the worker is stopped.
+    std::optional<PausableProcess> pause;
+    pause.emplace(w->pid(), w->pid_namespace());
     Reply r = w->call(msg::to_json(launch.request), ms(options.timeouts.build_s));
+    pause.reset();
     if (!reply_as<msg::BuildReply>(r)) out.failure = worker_failure(r);
     return out;
   };

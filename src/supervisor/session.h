@@ -122,6 +122,8 @@ class WorkerProcess {
   // The process that runs the worker's program: pid() itself, or its child inside a PID namespace.
   int program_pid() const { return program_pid_; }
   const std::filesystem::path& log_path() const { return log_path_; }
+  // Its PID namespace as /proc/<pid>/ns/pid reads (confined workers; empty otherwise).
+  const std::string& pid_namespace() const { return pid_ns_; }
   // The record's `sandbox` field: {"mode", "layers": {layer: "applied" | "unavailable: why" | ...}}.
   const nlohmann::json& sandbox_record() const { return sandbox_; }
   // The /dev/shm folder a sandboxed reference shares with its candidates (empty: the host's).

@@ -13,6 +13,7 @@
 #include "supervisor/timing_parts.h"
 #include "util/clock.h"
 #include "util/interrupt.h"
+#include "util/pause.h"
 
 namespace kbv {
 using nlohmann::json;
@@ -85,6 +86,10 @@ bool wants_baseline_twin(const EvalOptions& options, const Environment& env) {
 
 void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,
                   WorkerProcess& reference, WorkerProcess& candidate, const BaselineTwin& twin) {
+  // CPU: the builds this kbv runs ahead of later evaluations (compile/queue.h) would load the
+  // cores being timed; they are stopped meanwhile (util/pause.h) and the record says how many.
+  std::optional<PauseHold> hold;
+  if (env.device == "cpu") hold.emplace();
   // The candidate worker's reply is a claim from hostile code: a malformed one is a forged one.
   try {
     timing_phase_checked(record, pair, options, env, reference, candidate, twin);
@@ -98,6 +103,8 @@ void timing_phase(Record& record, const Pair& pair, const EvalOptions& options, 
     reject_on_findings(record);
     release_both(options, reference, &candidate);
   }
+  if (hold && record.timing)
+    if (const int n = hold->stopped(); n > 0) record.timing->unknown.extra["builds_stopped"] = n;
 }
 
 void timing_phase_checked(Record& record, const Pair& pair, const EvalOptions& options, const Environment& env,

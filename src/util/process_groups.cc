@@ -320,7 +320,7 @@ std::vector<Stray> namespace_strays(int group, const std::string& pid_ns) {
   return found;
 }
 
-std::vector<int> stop_processes(int group, const std::string& pid_ns) {
+std::vector<int> stop_processes(int group, const std::string& pid_ns, bool with_strays) {
   const int self = ::getpid();
   std::unordered_set<int> stopped;
   auto in_namespace = [&](int pid) {
@@ -339,7 +339,7 @@ std::vector<int> stop_processes(int group, const std::string& pid_ns) {
       for (const ProcEntry& p : table) {
         if (ended(p) || p.pid == self || stopped.count(p.pid)) continue;
         bool take = (group > 0 && p.pgrp == group) || stopped.count(p.ppid) > 0;
-        if (!take && p.ppid == self) {
+        if (!take && with_strays && p.ppid == self) {
           std::lock_guard<std::mutex> lock(g_children_mutex);
           take = !g_children.count(p.pid);  // a stray adopted by this process
         }

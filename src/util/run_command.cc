@@ -2,6 +2,7 @@
 // the tail of a log file (see util/subprocess.h).
 #include "util/subprocess.h"
 
+#include "util/pause.h"
 #include "util/subprocess_internal.h"
 
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <thread>
 
 namespace kbv {
@@ -22,7 +24,7 @@ using subprocess_internal::spawn_with_output;
 
 RunResult run_command(const std::vector<std::string>& argv,
                       const std::map<std::string, std::string>& env_set,
-                      std::chrono::milliseconds timeout, size_t max_output) {
+                      std::chrono::milliseconds timeout, size_t max_output, bool pausable) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + timeout;
   RunResult result;
@@ -43,6 +45,8 @@ RunResult run_command(const std::vector<std::string>& argv,
     return result;
   }
   result.started = true;
+  std::optional<PausableProcess> pause;
+  if (pausable) pause.emplace(child->pid);
   ::fcntl(out[0], F_SETFL, ::fcntl(out[0], F_GETFL) | O_NONBLOCK);
 
   auto keep_tail = [&](bool final) {
@@ -77,6 +81,7 @@ RunResult run_command(const std::vector<std::string>& argv,
     int r = ::waitid(P_PID, static_cast<id_t>(child->pid), &info, WEXITED | WNOHANG | WNOWAIT);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 || info.si_pid == child->pid) {
+      pause.reset();
       ::kill(-child->pid, SIGKILL);  // background jobs of a finished build go too
       status = try_wait(child->pid);
       while (!status) status = wait_for(child->pid, std::chrono::milliseconds(1000));
@@ -98,6 +103,7 @@ RunResult run_command(const std::vector<std::string>& argv,
     result.status = *status;
   } else {
     result.timed_out = true;
+    pause.reset();
     result.status = kill_group(child->pid);
     drain();
   }

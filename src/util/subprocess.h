@@ -107,8 +107,9 @@ std::vector<Stray> namespace_strays(int group, const std::string& pid_ns);
 // this process that spawn() did not start (strays, with their descendants), passing over /proc
 // until two passes find nothing new: a process forked meanwhile is stopped in the next pass.
 // Returns the processes stopped, for continue_processes. The paired timing freezes a candidate's
-// worker so while a baseline is timed (docs/TIMING.md, "Paired rounds"; T17).
-std::vector<int> stop_processes(int group, const std::string& pid_ns);
+// worker so while a baseline is timed (docs/TIMING.md, "Paired rounds"; T17). with_strays false:
+// the strays are left alone (a pause of kbv's own work, util/pause.h, is no verdict on them).
+std::vector<int> stop_processes(int group, const std::string& pid_ns, bool with_strays = true);
 // The live processes of group `group`, their descendants and the processes of PID namespace
 // `pid_ns` (empty: none), from one pass over /proc: what a worker runs now, for a look at what it
 // holds (supervisor/write_watch.h). Nothing is stopped: one forked after the pass is missed.
@@ -119,7 +120,8 @@ void continue_processes(const std::vector<int>& pids, int group);
 char process_state(int pid);
 
 // Runs a command to completion with a deadline; output (stdout+stderr) captured, at most
-// `max_output` bytes kept (the tail). Used for builds and probes.
+// `max_output` bytes kept (the tail). Used for builds and probes. pausable: kbv's own background
+// work, stopped while kbv times on the CPU (util/pause.h); its deadline keeps running meanwhile.
 struct RunResult {
   bool started = false;
   bool timed_out = false;
@@ -129,7 +131,7 @@ struct RunResult {
 };
 RunResult run_command(const std::vector<std::string>& argv,
                       const std::map<std::string, std::string>& env_set,
-                      std::chrono::milliseconds timeout, size_t max_output = 1 << 20);
+                      std::chrono::milliseconds timeout, size_t max_output = 1 << 20, bool pausable = false);
 
 // Last `max_bytes` bytes of a log file (for error messages); empty if unreadable.
 std::string tail_file(const std::filesystem::path& path, size_t max_bytes);

@@ -736,6 +736,56 @@ TEST(Run, ACachedBuildFailureNamesTheFileBeingEvaluated) {
   EXPECT_GT(records[0].build->seconds, 1.0) << "a real compile, not the queue's hand-over";
 }
 
+// On the CPU, kbv's builds queued ahead of later samples do not run beside the timing of this one
+// (util/pause.h, docs/TIMING.md "kbv's own builds"): they are stopped while it is timed. Sample 1's
+// module body, which its build worker runs, waits until its process is continued (SIGCONT) or 300 s
+// have passed; sample 0 (the problem's Model: nothing to compile; under the upstream protocol,
+// which has no runtime audit to reject it) is evaluated and timed meanwhile.
+// Its record says one build was stopped, and the continue that ended the timing let sample 1 build.
+TEST(Run, BuildsQueuedAheadAreStoppedWhileACpuSampleIsTimed) {
+  const fs::path run = temp_dir("builds_stopped");
+  const std::string model = kbv::read_file(kSource / "problems/level1/19_ReLU.py").text;
+  ASSERT_FALSE(model.empty());
+  const std::string as_candidate = model + "\n\nclass ModelNew(Model):\n    pass\n";
+  // Only the build waits: it leaves a file in its build folder, which the candidate's load sees.
+  const std::string waits =
+      model +
+      "\n\nimport os, signal, time\n"
+      "_ext = os.environ.get('TORCH_EXTENSIONS_DIR', '')\n"
+      "if _ext and not os.path.exists(os.path.join(_ext, 'continued')):\n"
+      "    _continued = []\n"
+      "    signal.signal(signal.SIGCONT, lambda *_: _continued.append(1))\n"
+      "    _start = time.monotonic()\n"
+      "    while not _continued and time.monotonic() - _start < 300:\n"
+      "        time.sleep(0.05)\n"
+      "    open(os.path.join(_ext, 'continued'), 'w').close()\n\n"
+      "class ModelNew(Model):\n    pass\n"
+      "# " + std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) +  // a fresh build
+      "\n";
+  ASSERT_EQ(kbv::write_file_atomic(run / fmt_sample("1", "19", 0), as_candidate), "");
+  ASSERT_EQ(kbv::write_file_atomic(run / fmt_sample("1", "19", 1), waits), "");
+  const auto began = std::chrono::steady_clock::now();
+  Outcome o = run_kbv({"eval", "--problems", (kSource / "problems").string(), "--run", run.string(), "--level", "1",
+                       "--device", "cpu", "--trials", "1", "--policy", "lenient", "--protocol", "kernelbench",
+                       "--time-cap", "0.2", "--build-jobs", "2"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  ASSERT_EQ(o.code, 0) << o.output;
+  std::string e;
+  auto store = kbv::Store::open(run / "kbv.sqlite", e, kbv::Store::Mode::read_only);
+  ASSERT_TRUE(store) << e;
+  std::map<int, json> records;
+  for (const kbv::Record& r : store->latest()) records[r.sample_id] = kbv::to_json(r);
+  ASSERT_EQ(records.size(), 2u) << o.output;
+  const json& first = records[0];
+  ASSERT_EQ(first["verdict"], "correct") << first.dump(1);
+  ASSERT_TRUE(first.contains("timing")) << first.dump(1);
+  EXPECT_EQ(first["timing"].value("builds_stopped", 0), 1) << "sample 1's build ran beside the timing: "
+                                                           << first["timing"].dump(1);
+  EXPECT_EQ(records[1]["verdict"], "correct") << records[1].dump(1);
+  EXPECT_FALSE(records[1]["timing"].contains("builds_stopped")) << "nothing was left to build";
+  EXPECT_LT(took, 240) << "sample 1's build waited for a continue that never came";
+}
+
 // A host failure is never the candidate's result (docs/RECORD.md, harness_error). As root under
 // --sandbox strict, a sample file that uid 65534 cannot read cannot be handed to a confined build
 // worker: the worker cannot start. That was stored as the candidate's compile_error; now the sample

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "util/fs.h"
+#include "util/pause.h"
 #include "util/subprocess.h"
 
 namespace kbv {
@@ -536,6 +538,81 @@ TEST_F(Subprocess, StopProcessesFreezesTheGroupItsDescendantsAndStrays) {
   for (int pid : {left, orphan}) ::kill(pid, SIGKILL);
   kill_strays(worker->pid);
   for (int pid : {member, left, orphan}) EXPECT_TRUE(eventually_gone(pid)) << pid;
+}
+
+// kbv's own builds are stopped while it times on the CPU (util/pause.h): a registered build with
+// a compiler in a process group of its own (as ninja starts one) stops with everything under it
+// while a hold lives, one registered during a hold stops at once, holds nest, and every process
+// runs again once the last hold ends or its registration does. Other children of kbv are left alone.
+TEST_F(Subprocess, APauseHoldStopsRegisteredBuildsWithTheirCompilersAndNothingElse) {
+  const std::string spin = "sh -c 'while :; do :; done'";
+  auto start_build = [&](const std::string& name, int& compiler) {
+    SpawnOptions o;
+    const auto file = dir_ / (name + ".pid");
+    o.argv = {"sh", "-c", "setsid " + spin + " & echo $! > " + file.string() + "; exec sleep 300"};
+    std::string error;
+    auto child = spawn(o, error);
+    EXPECT_TRUE(child.has_value()) << error;
+    compiler = child ? pid_from(file) : -1;
+    return child;
+  };
+  auto eventually_state = [&](int pid, bool want_stopped) {
+    for (int i = 0; i < 200; ++i) {
+      if ((process_state(pid) == 'T') == want_stopped) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  };
+  int first_cc = -1, second_cc = -1;
+  auto first = start_build("first", first_cc);
+  auto second = start_build("second", second_cc);
+  ASSERT_TRUE(first && second);
+  ASSERT_GT(first_cc, 0);
+  ASSERT_GT(second_cc, 0);
+  SpawnOptions plain;
+  plain.argv = {"sleep", "300"};
+  std::string error;
+  auto other = spawn(plain, error);  // spawn()'s, not registered: never stopped
+  ASSERT_TRUE(other.has_value()) << error;
+
+  {
+    PausableProcess registered(first->pid);
+    EXPECT_NE(process_state(first_cc), 'T') << "no hold, nothing stopped";
+    std::optional<PausableProcess> late;
+    {
+      PauseHold hold;
+      for (int pid : {first->pid, first_cc}) EXPECT_TRUE(eventually_state(pid, true)) << pid;
+      EXPECT_EQ(hold.stopped(), 1);
+      late.emplace(second->pid);  // registered while a hold lives: stopped at once
+      EXPECT_TRUE(eventually_state(second_cc, true));
+      EXPECT_EQ(hold.stopped(), 2);
+      EXPECT_NE(process_state(other->pid), 'T') << "an unregistered child of kbv is not a build";
+      {
+        PauseHold nested;
+        EXPECT_EQ(nested.stopped(), 0) << "nothing new was stopped";
+      }
+      EXPECT_TRUE(eventually_state(first_cc, true)) << "still held by the outer hold";
+      const int cpu = stat_number(first_cc, 14) + stat_number(second_cc, 14);
+      std::this_thread::sleep_for(200ms);
+      EXPECT_EQ(stat_number(first_cc, 14) + stat_number(second_cc, 14), cpu) << "a stopped compiler used CPU";
+    }
+    for (int pid : {first->pid, first_cc, second_cc}) EXPECT_TRUE(eventually_state(pid, false)) << pid;
+    PauseHold again;
+    EXPECT_TRUE(eventually_state(second_cc, true));
+    late.reset();  // its registration ended during a hold: continued first
+    EXPECT_TRUE(eventually_state(second_cc, false));
+    EXPECT_TRUE(eventually_state(first_cc, true));
+  }
+  EXPECT_TRUE(eventually_state(first_cc, false)) << "the registration ended: continued";
+
+  for (const Child& c : {*first, *second, *other}) {
+    kill_group(c.pid);
+    ::close(c.to_child);
+    ::close(c.from_child);
+  }
+  for (int pid : {first_cc, second_cc}) ::kill(pid, SIGKILL);
+  kill_strays(first->pid);
+  for (int pid : {first_cc, second_cc}) EXPECT_TRUE(eventually_gone(pid)) << pid;
 }
 
 TEST(ExitStatusDescribe, Words) {
