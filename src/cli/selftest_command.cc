@@ -31,6 +31,8 @@ Command add_selftest_command(CLI::App& app) {
             so.manifest = s->manifest;
             so.device = s->flags.value("device");
             so.eval = s->flags.options();
+            std::string given_error;  // checked when the flags were parsed
+            if (nlohmann::json given = s->flags.canonical_options(given_error); given.is_object()) so.given = given;
             so.build_jobs = s->jobs;
             so.static_only = s->static_only;
             if (!so.static_only && !sandbox_preflight(so.eval)) return 2;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "supervisor/build_stage.h"
+#include "supervisor/option_table.h"
 #include "supervisor/precision.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
@@ -100,8 +101,25 @@ SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
   if (!manifest.is_array())
     return {Outcome::fail(Status::input_error, opt.manifest.string() + ": not a JSON list of entries"), {}};
   fs::path root = opt.root.empty() ? fs::absolute(opt.manifest).parent_path().parent_path() : opt.root;
+  // An entry's "protocol" is applied as `kbv eval --protocol P` with selftest's own flags after it
+  // (the protocol first, the knobs given adjust it): checked for every entry before anything runs.
+  const EvalOption* protocol_option = find_eval_option("protocol");
+  for (size_t i = 0; i < manifest.size(); ++i) {
+    const json& e = manifest[i];
+    if (!e.is_object() || !e.contains("protocol")) continue;
+    json canonical;
+    if (std::string why = check_option_value(*protocol_option, e["protocol"], canonical); !why.empty())
+      return {Outcome::fail(Status::input_error, fmt::format("{}: entry {} ({}): protocol: {}", opt.manifest.string(), i + 1,
+                                                             e.value("solution", "?"), why)),
+              {}};
+  }
   auto options_for = [&](const json& e) {
     EvalOptions o = opt.eval;
+    if (e.contains("protocol")) {
+      json c = opt.given.is_object() ? opt.given : json::object();
+      c["protocol"] = e["protocol"];
+      apply_eval_options(c, o);
+    }
     o.device = e.value("device", "cpu");
     if (auto p = parse_policy(e.value("policy", ""))) o.protocol.policy = *p;
     // An entry's "precision" (bf16, fp16) applies to it alone, with that precision's tolerance.
@@ -166,6 +184,7 @@ SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
     json row = {{"problem", e.value("problem", "")}, {"solution", e.value("solution", "")}, {"device", device},
                 {"policy", policy}, {"expected", expected}, {"cheat", cheat.empty() ? json(nullptr) : json(cheat)}};
     if (e.contains("precision")) row["precision"] = e["precision"];
+    if (e.contains("protocol")) row["protocol"] = e["protocol"];
     EvalOptions o = options_for(e);
     std::string got;
     bool match = false;
@@ -246,7 +265,8 @@ SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
       if (got != "correct" && got != "passes_lint") c.caught++;
       else if (got == "correct") ++cheats_passed;
     }
-    std::string label = row["solution"].get<std::string>() + (policy == "strict" ? "" : " (" + policy + ")");
+    std::string label = row["solution"].get<std::string>() + (policy == "strict" ? "" : " (" + policy + ")") +
+                        (e.contains("protocol") ? " (" + o.protocol.name + ")" : "");
     progress(notify, fmt::format("[{}/{}] {:<4} {:<72} {:<13} {}", i, n, device, label, got,
                                  match ? ""
                                  : gap ? fmt::format("KNOWN GAP (expected {}; {})", expected, pending)

@@ -786,6 +786,45 @@ TEST(Run, BuildsQueuedAheadAreStoppedWhileACpuSampleIsTimed) {
   EXPECT_LT(took, 240) << "sample 1's build waited for a continue that never came";
 }
 
+// kbv selftest (the README's first command ends with it) evaluates an entry under the protocol the
+// entry names, as the corpus tests do: cpu_fixed_loop_short.py forges the call count that only
+// kernelbench-verified fixes, so under kbv's own protocol it was judged correct (the CPU main job,
+// 2026-12-07). A protocol kbv does not know is the manifest's error, named, before anything runs.
+TEST(Selftest, AnEntrysProtocolAppliesToThatEntry) {
+  const fs::path root = temp_dir("selftest_protocol");
+  std::error_code ec;
+  for (const char* folder : {"problems", "examples"}) fs::create_directory_symlink(kSource / folder, root / folder, ec);
+  fs::create_directories(root / "corpus");
+  json entry = {{"problem", "problems/level1/19_ReLU.py"},
+                {"solution", "examples/level1/19_ReLU/cpu_fixed_loop_short.py"},
+                {"device", "cpu"},
+                {"protocol", "kernelbench-verified"},
+                {"expected", "rejected"},
+                {"cheat", "T14"},
+                {"audit", "timing_mismatch"}};
+  ASSERT_EQ(kbv::write_file_atomic(root / "corpus" / "manifest.json", json::array({entry}).dump(1)), "");
+  const fs::path summary = root / "summary.json";
+  Outcome o = run_kbv({"selftest", "--manifest", (root / "corpus" / "manifest.json").string(), "--device", "cpu",
+                       "--time-cap", "0.5", "--json", summary.string()},
+                      summary);
+  EXPECT_EQ(o.code, 0) << o.output;
+  ASSERT_TRUE(o.record.is_object()) << o.output;
+  ASSERT_EQ(o.record["entries"].size(), 1u) << o.record.dump(1);
+  const json& row = o.record["entries"][0];
+  EXPECT_EQ(row["protocol"], "kernelbench-verified") << row.dump(1);
+  EXPECT_EQ(row["got"], "rejected") << row.dump(1);
+  EXPECT_TRUE(row["match"].get<bool>()) << row.dump(1);
+  EXPECT_NE(o.output.find("cpu_fixed_loop_short.py (kernelbench-verified)"), std::string::npos) << o.output;
+
+  entry["protocol"] = "kernelbench-nightly";
+  ASSERT_EQ(kbv::write_file_atomic(root / "corpus" / "manifest.json", json::array({json::object(), entry}).dump(1)), "");
+  o = run_kbv({"selftest", "--manifest", (root / "corpus" / "manifest.json").string(), "--device", "cpu"});
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_NE(o.output.find("entry 2 (examples/level1/19_ReLU/cpu_fixed_loop_short.py): protocol:"), std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("kernelbench-nightly"), std::string::npos) << o.output;
+}
+
 // A host failure is never the candidate's result (docs/RECORD.md, harness_error). As root under
 // --sandbox strict, a sample file that uid 65534 cannot read cannot be handed to a confined build
 // worker: the worker cannot start. That was stored as the candidate's compile_error; now the sample
