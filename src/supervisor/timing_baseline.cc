@@ -122,7 +122,9 @@ std::optional<json> measure_baseline(WorkerProcess& reference, const EvalOptions
   std::chrono::milliseconds timeout = timing_timeout(options);
   if (mode == "compile") timeout += ms(options.timeouts.build_s);  // inductor compiles on the first call
   std::optional<HostLoadProbe> load;
-  if (cpu) load.emplace(std::vector<int>{reference.pid()});
+  // The process that runs the worker's code: a confined worker (the baselines' twin) runs it in a
+  // PID namespace, under a process of its own that uses no CPU.
+  if (cpu) load.emplace(std::vector<int>{reference.program_pid()});
   // On the CPU the baseline's calls make the candidate's round trips too (its draw, start and end
   // answered here in call order): a thread that blocked pays for it on its next call, and the
   // candidate's worker blocks around every call (docs/TIMING.md "Symmetric marks").

@@ -145,9 +145,12 @@ CandidateRun run_candidate(const EvalOptions& options, const Environment& env, W
   req.baseline_mode = baseline_mode;
   run.log.order = CallOrder(tp.fresh);
   run.log.max_calls = int64_t{tp.rule.warmup} + tp.rule.max_samples + tp.rule.max_discards;
-  // On the CPU, what other processes ran meanwhile (the reference serving draws is ours).
+  // On the CPU, what other processes ran meanwhile (the reference serving draws is ours). The
+  // programs' own processes: a confined candidate runs in a PID namespace, under a process of its
+  // own (pid()) that uses no CPU, and counting that one made every sandboxed candidate's own core
+  // "another process's" (host busy on an idle host, 2026-12-07).
   std::optional<HostLoadProbe> load;
-  if (env.device != "cuda") load.emplace(std::vector<int>{reference.pid(), candidate.pid()});
+  if (env.device != "cuda") load.emplace(std::vector<int>{reference.program_pid(), candidate.program_pid()});
   const Waits waits(candidate.program_pid(), env.device != "cuda");
   // Its helper processes' CPU over the run (one /proc scan before and after, outside the calls).
   std::optional<BesideCpu> beside;
