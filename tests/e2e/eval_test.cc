@@ -110,6 +110,16 @@ std::string fmt_sample(const std::string& level, const std::string& id, size_t i
   return "level_" + level + "_problem_" + id + "_sample_" + std::to_string(i) + "_kernel.py";
 }
 
+// The latest record of each sample of a run folder's store, as JSON by sample id; `error` says why
+// none could be read.
+std::map<int, json> run_records(const fs::path& run, std::string& error) {
+  std::map<int, json> records;
+  auto store = kbv::Store::open(run / "kbv.sqlite", error, kbv::Store::Mode::read_only);
+  if (store)
+    for (const kbv::Record& r : store->latest()) records[r.sample_id] = kbv::to_json(r);
+  return records;
+}
+
 // The entries of one problem that run with the same flags, in runs of at most this many: one
 // `kbv eval --run` evaluates them (one kbv, one reference, one zygote), as a batch user's samples.
 constexpr size_t kChunk = 6;
@@ -248,10 +258,8 @@ TEST_P(CorpusRun, VerdictsAsExpected) {
   Outcome o = run_kbv(args);
   ASSERT_EQ(o.code, 0) << o.output;
   std::string error;
-  auto store = kbv::Store::open(run / "kbv.sqlite", error, kbv::Store::Mode::read_only);
-  ASSERT_TRUE(store) << error;
-  std::map<int, json> records;
-  for (const kbv::Record& r : store->latest()) records[r.sample_id] = kbv::to_json(r);
+  std::map<int, json> records = run_records(run, error);
+  ASSERT_EQ(error, "");
   for (size_t i = 0; i < c.size(); ++i) {
     SCOPED_TRACE(c[i].name + " (sample " + std::to_string(i) + ")");
     ASSERT_TRUE(records.count(static_cast<int>(i))) << o.output;
@@ -771,10 +779,8 @@ TEST(Run, BuildsQueuedAheadAreStoppedWhileACpuSampleIsTimed) {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   ASSERT_EQ(o.code, 0) << o.output;
   std::string e;
-  auto store = kbv::Store::open(run / "kbv.sqlite", e, kbv::Store::Mode::read_only);
-  ASSERT_TRUE(store) << e;
-  std::map<int, json> records;
-  for (const kbv::Record& r : store->latest()) records[r.sample_id] = kbv::to_json(r);
+  std::map<int, json> records = run_records(run, e);
+  ASSERT_EQ(e, "");
   ASSERT_EQ(records.size(), 2u) << o.output;
   const json& first = records[0];
   ASSERT_EQ(first["verdict"], "correct") << first.dump(1);
