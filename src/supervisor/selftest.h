@@ -31,8 +31,9 @@ struct SelftestResult {
 // Runs the corpus; sends each entry's line, the confusion matrix and the matrix per cheat class
 // through `notify` (progress lines); the summary is JSON ({"entries": [...], "matrix": {...},
 // "classes": {...}, "mismatches": N, "skipped": N}). An entry's "protocol", "policy" ("lenient"),
-// "precision", "trials", "flaky_reruns" and "write_cap_mib" apply to it alone. With static_only, "got" is "rejected" or "passes_lint" and an entry matches when the
-// static rules reject exactly the entries that name a "lint" rule (CUDA entries included: no GPU needed).
+// "precision", "trials", "flaky_reruns" and "write_cap_mib" apply to it alone. With static_only,
+// "got" is "rejected" or "passes_lint" and an entry matches when the static rules reject exactly
+// the entries that name a "lint" rule (CUDA entries included: no GPU needed).
 SelftestResult run_selftest(const SelftestOptions& options, const Notify& notify);
 
 }  // namespace kbv

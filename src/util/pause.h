@@ -2,9 +2,9 @@
 //
 // On the CPU device the build queue (compile/queue.h) compiles the next candidates while this one
 // is evaluated, on the same cores the timing then measures: the compilers' load slowed ATen's
-// parallel regions and the candidate's loop alike, and every timed record of a CPU run said
-// "host busy" (docs/TIMING.md, "kbv's own builds"). A registered process is stopped while any
-// PauseHold of this process lives, and continued when the last one ends.
+// parallel regions and the candidate's loop alike (docs/TIMING.md, "kbv's own builds"). A
+// registered process is stopped while any PauseHold of this process lives, and continued when the
+// last one ends.
 #pragma once
 
 #include <cstdint>
