@@ -752,13 +752,12 @@ TEST(Run, ACachedBuildFailureNamesTheFileBeingEvaluated) {
 // Its record says one build was stopped, and the continue that ended the timing let sample 1 build.
 TEST(Run, BuildsQueuedAheadAreStoppedWhileACpuSampleIsTimed) {
   const fs::path run = temp_dir("builds_stopped");
-  const std::string model = kbv::read_file(kSource / "problems/level1/19_ReLU.py").text;
-  ASSERT_FALSE(model.empty());
-  const std::string as_candidate = model + "\n\nclass ModelNew(Model):\n    pass\n";
+  const std::string as_candidate = kbv::e2e::model_as_candidate(kSource / "problems/level1/19_ReLU.py");
+  ASSERT_FALSE(as_candidate.empty());
   // Only the build waits: it leaves a file in its build folder, which the candidate's load sees.
   const std::string waits =
-      model +
-      "\n\nimport os, signal, time\n"
+      as_candidate +
+      "\nimport os, signal, time\n"
       "_ext = os.environ.get('TORCH_EXTENSIONS_DIR', '')\n"
       "if _ext and not os.path.exists(os.path.join(_ext, 'continued')):\n"
       "    _continued = []\n"
@@ -766,8 +765,7 @@ TEST(Run, BuildsQueuedAheadAreStoppedWhileACpuSampleIsTimed) {
       "    _start = time.monotonic()\n"
       "    while not _continued and time.monotonic() - _start < 300:\n"
       "        time.sleep(0.05)\n"
-      "    open(os.path.join(_ext, 'continued'), 'w').close()\n\n"
-      "class ModelNew(Model):\n    pass\n"
+      "    open(os.path.join(_ext, 'continued'), 'w').close()\n"
       "# " + std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) +  // a fresh build
       "\n";
   ASSERT_EQ(kbv::write_file_atomic(run / fmt_sample("1", "19", 0), as_candidate), "");

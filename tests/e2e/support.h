@@ -23,6 +23,14 @@ namespace fs = std::filesystem;
 
 inline const fs::path kSource = KBV_SOURCE_DIR;
 
+// A problem's source with its own Model as the candidate (`class ModelNew(Model): pass`): a solution
+// with nothing to build, for tests whose subject is not the candidate's code (run it under
+// --policy lenient). "" when the problem is unreadable.
+inline std::string model_as_candidate(const fs::path& problem) {
+  const std::string source = kbv::read_file(problem).text;
+  return source.empty() ? "" : source + "\n\nclass ModelNew(Model):\n    pass\n";
+}
+
 // An example's source with its load_inline extension name `from` changed to `to`: a source of the
 // test's own, whose build no other evaluation shares and whose cache entry holds a folder named
 // `to`. "" when the example does not name `from`.

@@ -46,17 +46,15 @@ Outcome kbv_run(const std::vector<std::string>& args, const fs::path& json_path 
 
 fs::path scratch(const std::string& name) { return kbv::e2e::scratch_dir("timing", name); }
 
-// The problem's own Model as the candidate (`class ModelNew(Model): pass`), written to
-// DIR/as_candidate.py: a solution with nothing to build, for tests whose subject is not the
-// candidate's code (run it under --policy lenient). Empty when the problem is unreadable or the
-// file cannot be written.
+// model_as_candidate (support.h) written to DIR/as_candidate.py. Empty when the problem is
+// unreadable or the file cannot be written.
 fs::path reference_as_candidate(const fs::path& problem, const fs::path& dir) {
-  const std::string source = kbv::read_file(problem).text;
+  const std::string source = kbv::e2e::model_as_candidate(problem);
   const fs::path solution = dir / "as_candidate.py";
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (source.empty() || ec) return {};
-  if (!kbv::write_file_atomic(solution, source + "\n\nclass ModelNew(Model):\n    pass\n").empty()) return {};
+  if (!kbv::write_file_atomic(solution, source).empty()) return {};
   return solution;
 }
 
