@@ -13,7 +13,6 @@ namespace {
 const char* kNotMeasured = "not measured";
 const char* kNotRun = "not run";
 
-
 Cell rate_cell(double rate, int count, int total) { return number_cell(format_count_rate(count, total), rate); }
 
 const GateSummary& gate_of(const ScopeSummary& s, Gate g) { return g == Gate::standard ? s.standard : s.hidden; }
@@ -350,7 +349,8 @@ Table survival_table(const RunSummary& run, const ScopeSummary& s, size_t index)
       }
       std::string geo = m.geomean_correct ? format_speedup_ci(*m.geomean_correct, m.geomean_correct_ci95) : "none";
       r.push_back(number_cell(fmt::format("{} · fast_1 {}", geo, format_rate(m.fast_p[kFast1])),
-                         m.geomean_correct.value_or(0), m.geomean_correct && *m.geomean_correct >= 1 ? "good" : "bad"));
+                              m.geomean_correct.value_or(0),
+                              m.geomean_correct && *m.geomean_correct >= 1 ? "good" : "bad"));
     }
     t.rows.push_back(std::move(r));
   }

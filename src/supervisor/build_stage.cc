@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <map>
-#include <optional>
 
 #include "util/clock.h"
 #include "util/interrupt.h"
@@ -46,11 +45,9 @@ BuildResult build_candidate(const SolutionSource& solution, const std::filesyste
       return out;
     }
     // Built ahead of its evaluation (compile/queue.h): stopped while another evaluation of this
-    // kbv times on the CPU (util/pause.h), continued before the worker is stopped.
-    std::optional<PausableProcess> pause;
-    pause.emplace(w->pid(), w->pid_namespace());
+    // kbv times on the CPU (util/pause.h); declared after `w`, so continued before it is stopped.
+    const PausableProcess pause(w->pid(), w->pid_namespace());
     Reply r = w->call(msg::to_json(launch.request), ms(options.timeouts.build_s));
-    pause.reset();
     if (!reply_as<msg::BuildReply>(r)) out.failure = worker_failure(r);
     return out;
   };

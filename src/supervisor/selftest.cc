@@ -102,16 +102,18 @@ SelftestResult run_selftest(const SelftestOptions& opt, const Notify& notify) {
     return {Outcome::fail(Status::input_error, opt.manifest.string() + ": not a JSON list of entries"), {}};
   fs::path root = opt.root.empty() ? fs::absolute(opt.manifest).parent_path().parent_path() : opt.root;
   // An entry's "protocol" is applied as `kbv eval --protocol P` with selftest's own flags after it
-  // (the protocol first, the knobs given adjust it): checked for every entry before anything runs.
+  // (the protocol first, the knobs given adjust it): checked for every entry before anything runs,
+  // and kept in its canonical form, which is what apply_eval_options takes.
   const EvalOption* protocol_option = find_eval_option("protocol");
   for (size_t i = 0; i < manifest.size(); ++i) {
-    const json& e = manifest[i];
+    json& e = manifest[i];
     if (!e.is_object() || !e.contains("protocol")) continue;
     json canonical;
     if (std::string why = check_option_value(*protocol_option, e["protocol"], canonical); !why.empty())
       return {Outcome::fail(Status::input_error, fmt::format("{}: entry {} ({}): protocol: {}", opt.manifest.string(), i + 1,
                                                              e.value("solution", "?"), why)),
               {}};
+    e["protocol"] = std::move(canonical);
   }
   auto options_for = [&](const json& e) {
     EvalOptions o = opt.eval;

@@ -25,7 +25,7 @@ struct PauseRegistry {
 };
 
 PauseRegistry& registry() {
-  static PauseRegistry r;  // never destroyed before a worker thread's registration ends
+  static PauseRegistry r;  // made on first use; the build threads that register are joined before exit
   return r;
 }
 
